@@ -1,0 +1,132 @@
+// The contract between the server core and plugins. The core imports only this
+// file (and the registry), never an individual plugin.
+//
+// CoreDNS's rcode contract, kept exactly:
+//   a handler that answers writes the reply and returns a "written" rcode
+//   (NOERROR, NXDOMAIN, ...); a handler that wants the server to answer with an
+//   error returns SERVFAIL, REFUSED, FORMERR or NOTIMP *without* writing, and the
+//   server writes that reply. Errors travel as a PluginError (CoreDNS's `err`):
+//   thrown, never sent to the client, logged only by the errors plugin.
+
+import type { Message } from '../wire/types.ts';
+import type { Dispenser } from '../corefile/dispenser.ts';
+import type { Request } from '../core/request.ts';
+
+export type { Request };
+
+/** What serveDNS returns: an rcode, synchronously when it can (no promise on the fast path). */
+export type HandlerResult = number | Promise<number>;
+
+export interface ResponseWriter {
+  /** Send a reply. Called at most once per query by a well-behaved plugin. */
+  writeMsg(reply: Message): void;
+  /**
+   * Send a reply that is already a complete DNS message in wire form (e.g. a
+   * cache hit whose ID and TTLs were patched in place). Writers that need the
+   * structure decode it; the final writer sends it as is when it fits.
+   */
+  writeWire(reply: Uint8Array): void;
+}
+
+export interface Handler {
+  /** The directive name: used for the `plugin` metrics label and log prefixes. */
+  readonly name: string;
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult;
+}
+
+/** Builds a handler around the rest of the chain (the next handler, or undefined at the end). */
+export type PluginFactory = (next: Handler | undefined) => Handler;
+
+/** An error a plugin reports with its rcode (CoreDNS: `return rcode, err`). */
+export class PluginError extends Error {
+  readonly rcode: number;
+  constructor(rcode: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PluginError';
+    this.rcode = rcode;
+  }
+}
+
+/** The four rcodes that mean "nothing written yet, server please reply". */
+export function isClientErrorRcode(rcode: number): boolean {
+  return rcode === 2 || rcode === 5 || rcode === 1 || rcode === 4;
+}
+
+/** Lifecycle callbacks a setup may register, named as in CoreDNS/caddy. */
+export type LifecycleHook = () => void | Promise<void>;
+
+/** Optional capability: a plugin that can tell the ready plugin whether it is ready. */
+export interface Readiness {
+  ready(): boolean;
+}
+
+/** The settings of one server block that setup functions may read or change. */
+export interface BlockConfig {
+  /** Normalised zones of the block's keys (lower-case, FQDN, CIDR keys expanded), in key order. */
+  readonly zones: string[];
+  /** The keys as canonical `TRANSPORT://ZONE:PORT` strings, in order. */
+  readonly keys: string[];
+  /** The block's port (of its first key). */
+  readonly port: string;
+  /** The transport of the first key: 'dns', 'tls', ... */
+  readonly transport: string;
+  /** Listen hosts; [''] (wildcard) unless `bind` changed it. */
+  listenHosts: string[];
+  /** Set by `debug`: no panic recovery on this block's listeners, [DEBUG] logging on. */
+  debug: boolean;
+  /** Set by `errors { stacktrace }`. */
+  stacktrace: boolean;
+  /** Names of the plugins of this block in chain order (filled after setup). */
+  readonly pluginNames: string[];
+  /** The file the block came from, for diagnostics. */
+  readonly file: string;
+  /** The line of the block's first key. */
+  readonly line: number;
+}
+
+export interface PluginLogger {
+  debug(msg: string): void;
+  info(msg: string): void;
+  warning(msg: string): void;
+  error(msg: string): void;
+  /** Logs `[FATAL] plugin/<name>: msg` and exits the process with status 1. */
+  fatal(msg: string): never;
+}
+
+/** Process-wide services shared by all blocks of one running configuration (one "instance"). */
+export interface InstanceServices {
+  /** Register a readiness reporter (ready plugin semantics). */
+  registerReadiness(name: string, r: Readiness): void;
+  /** A value shared between setups of the same instance, created on first use. */
+  shared<T>(key: string, create: () => T): T;
+  /** The Corefile's path as given (for messages), e.g. `Corefile`. */
+  readonly corefilePath: string;
+}
+
+/** What a plugin's setup receives, once per server block in which the directive appears. */
+export interface SetupContext {
+  /** Tokens of every occurrence of this directive in the block, in order. */
+  readonly dispenser: Dispenser;
+  readonly config: BlockConfig;
+  readonly instance: InstanceServices;
+  readonly log: PluginLogger;
+  /** Add a handler to this block's chain (at this directive's position). */
+  addPlugin(factory: PluginFactory): void;
+  /** Runs before the DNS sockets open (CoreDNS OnStartup). */
+  onStartup(fn: LifecycleHook): void;
+  /** Runs on reload and on shutdown of this instance (CoreDNS OnShutdown). */
+  onShutdown(fn: LifecycleHook): void;
+  /** Runs only when the process is exiting (CoreDNS OnFinalShutdown). */
+  onFinalShutdown(fn: LifecycleHook): void;
+  /** Runs on the old instance when a reload starts (CoreDNS OnRestart). */
+  onRestart(fn: LifecycleHook): void;
+  /** Runs on the old instance when a reload failed (CoreDNS OnRestartFailed). */
+  onRestartFailed(fn: LifecycleHook): void;
+}
+
+export interface PluginDefinition {
+  /** The directive name as written in the Corefile. */
+  readonly name: string;
+  /** Parse the directive's tokens and register handlers/hooks. Throw to abort startup. */
+  setup(c: SetupContext): void | Promise<void>;
+}
