@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prints the path of the reference CoreDNS binary (pinned version), building it once into
+# <repo>/.cache/coredns/<version>/ with `go install` if it is not there yet.
+# Override with $NODENS_COREDNS=/path/to/coredns (printed as is, after a check that it runs).
+set -euo pipefail
+
+VERSION="${NODENS_COREDNS_VERSION:-v1.14.7}"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+if [[ -n "${NODENS_COREDNS:-}" ]]; then
+  if [[ ! -x "$NODENS_COREDNS" ]]; then
+    echo "coredns-reference: \$NODENS_COREDNS=$NODENS_COREDNS is not an executable file" >&2
+    exit 1
+  fi
+  echo "$NODENS_COREDNS"
+  exit 0
+fi
+
+DIR="$ROOT/.cache/coredns/$VERSION"
+BIN="$DIR/coredns"
+want="CoreDNS-${VERSION#v}"
+
+if [[ -x "$BIN" ]] && "$BIN" -version 2>/dev/null | grep -qx "$want"; then
+  echo "$BIN"
+  exit 0
+fi
+
+command -v go >/dev/null 2>&1 || { echo "coredns-reference: 'go' is not on PATH; cannot build CoreDNS $VERSION" >&2; exit 1; }
+mkdir -p "$DIR"
+echo "coredns-reference: building CoreDNS $VERSION into $DIR (once; takes a few minutes)" >&2
+# Build in a private temp dir so that concurrent callers never see a half-written binary.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+( cd "$tmp" && GOBIN="$tmp" go install "github.com/coredns/coredns@$VERSION" ) >&2
+"$tmp/coredns" -version 2>/dev/null | grep -qx "$want" || { echo "coredns-reference: built binary does not report $want" >&2; exit 1; }
+mv -f "$tmp/coredns" "$BIN"
+echo "$BIN"
