@@ -1,0 +1,158 @@
+// A query line from a case's queries.txt, e.g. `Example.ORG. AAAA +tcp +edns=1232 +do`, and its wire form.
+// Defaults follow dig: UDP, RD set, EDNS0 with a 1232-byte buffer, DO clear.
+
+export interface EdnsOption {
+  code: number;
+  data: Buffer;
+}
+
+export interface QuerySpec {
+  line: string;
+  name: string;
+  type: number;
+  typeName: string;
+  qclass: number;
+  tcp: boolean;
+  edns: boolean;
+  ednsSize: number;
+  ednsVersion: number;
+  ednsFlags: number; // including DO (0x8000)
+  options: EdnsOption[];
+  flags: number; // header bits between QR and RCODE (opcode, aa, tc, rd, ra, z, ad, cd)
+}
+
+export const TYPES: Record<string, number> = {
+  A: 1, NS: 2, CNAME: 5, SOA: 6, NULL: 10, PTR: 12, HINFO: 13, MX: 15, TXT: 16, AAAA: 28, LOC: 29,
+  SRV: 33, NAPTR: 35, DNAME: 39, OPT: 41, DS: 43, SSHFP: 44, RRSIG: 46, NSEC: 47, DNSKEY: 48,
+  NSEC3: 50, NSEC3PARAM: 51, TLSA: 52, CDS: 59, CDNSKEY: 60, SVCB: 64, HTTPS: 65, SPF: 99,
+  TSIG: 250, IXFR: 251, AXFR: 252, ANY: 255, URI: 256, CAA: 257,
+};
+
+export const CLASSES: Record<string, number> = { IN: 1, CH: 3, CHAOS: 3, HS: 4, NONE: 254, ANY: 255 };
+
+const FLAG_BITS: Record<string, number> = { aa: 0x0400, tc: 0x0200, rd: 0x0100, ra: 0x0080, z: 0x0040, ad: 0x0020, cd: 0x0010 };
+
+export function typeNumber(s: string): number {
+  const up = s.toUpperCase();
+  if (up in TYPES) return TYPES[up];
+  const m = /^TYPE(\d+)$/.exec(up);
+  if (m) return Number(m[1]);
+  throw new Error(`unknown type ${s}`);
+}
+
+function classNumber(s: string): number {
+  const up = s.toUpperCase();
+  if (up in CLASSES) return CLASSES[up];
+  const m = /^CLASS(\d+)$/.exec(up);
+  if (m) return Number(m[1]);
+  throw new Error(`unknown class ${s}`);
+}
+
+/** A fixed client cookie so both servers see the same bytes. */
+const CLIENT_COOKIE = Buffer.from('0102030405060708', 'hex');
+
+export function parseQueryLine(line: string): QuerySpec {
+  const words = line.trim().split(/\s+/);
+  if (words.length < 1 || words[0] === '') throw new Error('empty query line');
+  const q: QuerySpec = {
+    line: line.trim(), name: words[0], type: 1, typeName: 'A', qclass: 1, tcp: false, edns: true, ednsSize: 1232,
+    ednsVersion: 0, ednsFlags: 0, options: [], flags: FLAG_BITS.rd,
+  };
+  let typeSeen = false;
+  for (const w of words.slice(1)) {
+    if (!w.startsWith('+')) {
+      if (typeSeen) throw new Error(`unexpected word ${w} in "${line}"`);
+      q.typeName = w.toUpperCase();
+      q.type = typeNumber(w);
+      typeSeen = true;
+      continue;
+    }
+    const [key, val] = w.slice(1).split('=', 2) as [string, string | undefined];
+    switch (key.toLowerCase()) {
+      case 'tcp': q.tcp = true; break;
+      case 'udp': q.tcp = false; break;
+      case 'noedns': q.edns = false; break;
+      case 'edns':
+        q.edns = true;
+        if (val !== undefined) q.ednsSize = Number(val);
+        break;
+      case 'ednsver': q.edns = true; q.ednsVersion = Number(val ?? '0'); break;
+      case 'ednsflags': q.edns = true; q.ednsFlags = (q.ednsFlags & 0x8000) | (Number(val ?? '0') & 0x7fff); break;
+      case 'do': q.edns = true; q.ednsFlags |= 0x8000; break;
+      case 'nsid': q.edns = true; q.options.push({ code: 3, data: Buffer.alloc(0) }); break;
+      case 'cookie':
+        q.edns = true;
+        q.options.push({ code: 10, data: val ? Buffer.from(val, 'hex') : CLIENT_COOKIE });
+        break;
+      case 'ednsopt': {
+        // +ednsopt=CODE[:HEX]
+        q.edns = true;
+        const [code, hex] = (val ?? '').split(':');
+        q.options.push({ code: Number(code), data: Buffer.from(hex ?? '', 'hex') });
+        break;
+      }
+      case 'class': q.qclass = classNumber(val ?? 'IN'); break;
+      case 'opcode': q.flags = (q.flags & ~0x7800) | ((Number(val ?? '0') & 0xf) << 11); break;
+      case 'norec': q.flags &= ~FLAG_BITS.rd; break;
+      case 'rec': q.flags |= FLAG_BITS.rd; break;
+      default: {
+        const k = key.toLowerCase();
+        if (k in FLAG_BITS) { q.flags |= FLAG_BITS[k]; break; }
+        if (k.startsWith('no') && k.slice(2) in FLAG_BITS) { q.flags &= ~FLAG_BITS[k.slice(2)]; break; }
+        throw new Error(`unknown query option ${w} in "${line}"`);
+      }
+    }
+  }
+  return q;
+}
+
+function encodeName(name: string): Buffer {
+  const parts: Buffer[] = [];
+  const trimmed = name === '.' ? '' : name.replace(/\.$/, '');
+  if (trimmed !== '') {
+    for (const label of trimmed.split('.')) {
+      const b = Buffer.from(label, 'latin1');
+      if (b.length === 0 || b.length > 63) throw new Error(`bad label in ${name}`);
+      parts.push(Buffer.from([b.length]), b);
+    }
+  }
+  parts.push(Buffer.from([0]));
+  return Buffer.concat(parts);
+}
+
+export function encodeQuery(q: QuerySpec, id: number): Buffer {
+  const header = Buffer.alloc(12);
+  header.writeUInt16BE(id, 0);
+  header.writeUInt16BE(q.flags & 0x7ff0, 2);
+  header.writeUInt16BE(1, 4);
+  header.writeUInt16BE(q.edns ? 1 : 0, 10);
+  const qtail = Buffer.alloc(4);
+  qtail.writeUInt16BE(q.type, 0);
+  qtail.writeUInt16BE(q.qclass, 2);
+  const parts = [header, encodeName(q.name), qtail];
+  if (q.edns) {
+    const opts = Buffer.concat(q.options.map((o) => {
+      const h = Buffer.alloc(4);
+      h.writeUInt16BE(o.code, 0);
+      h.writeUInt16BE(o.data.length, 2);
+      return Buffer.concat([h, o.data]);
+    }));
+    const opt = Buffer.alloc(11);
+    opt[0] = 0; // root owner
+    opt.writeUInt16BE(41, 1);
+    opt.writeUInt16BE(q.ednsSize, 3);
+    opt[5] = 0; // extended rcode
+    opt[6] = q.ednsVersion;
+    opt.writeUInt16BE(q.ednsFlags, 7);
+    opt.writeUInt16BE(opts.length, 9);
+    parts.push(opt, opts);
+  }
+  return Buffer.concat(parts);
+}
+
+export function parseQueriesFile(text: string): QuerySpec[] {
+  return text.split('\n')
+    .map((l) => l.replace(/(^|\s)#.*$/, '').trim())
+    .filter((l) => l !== '')
+    .map(parseQueryLine);
+}

@@ -1,0 +1,154 @@
+// Side-by-side conformance: each case's Corefile runs in the reference CoreDNS and in the subject (nodens),
+// both get the same queries, and the replies must match after the normalisations the case declares.
+//
+//   npm run conformance [-- [--subject PATH] [--reference PATH] [-v] [CASE ...]]
+//
+// Subject: --subject, else $NODENS_SUBJECT, else bin/nodens if present, else the reference itself (a warning
+// says so: that mode checks the harness, not nodens). Reference: --reference, else scripts/coredns-reference.sh.
+// Each server gets `-conf <case>/Corefile -dns.port <free port> -quiet`, runs with the case folder as cwd and
+// NODENS_CONFORMANCE_SIDE=reference|subject in its environment (so a Corefile may say {$NODENS_CONFORMANCE_SIDE}).
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { queryTcp, queryUdp, type RawReply } from './lib/client.ts';
+import { sideBySide } from './lib/diff.ts';
+import { encodeQuery, parseQueriesFile, type QuerySpec } from './lib/query.ts';
+import { DEFAULT_NORMALISE, parseReply, renderPair, type Normalise } from './lib/render.ts';
+import { REPO, nodensBinary, referenceBinary, startServer, waitReady, type Running } from './lib/servers.ts';
+
+export interface CaseConfig {
+  description?: string;
+  shuffle?: boolean;
+  ttlDecay?: number;
+  /** what to leave out of the comparison, each with its justification */
+  ignore?: Partial<Record<'version' | 'size' | 'ttl', string>>;
+  probe?: string;
+}
+
+const CASES_DIR = path.join(REPO, 'test/conformance/cases');
+
+export function loadCaseConfig(dir: string): CaseConfig {
+  const f = path.join(dir, 'case.json');
+  if (!existsSync(f)) return {};
+  const c = JSON.parse(readFileSync(f, 'utf8')) as CaseConfig & Record<string, unknown>;
+  const known = new Set(['description', 'shuffle', 'ttlDecay', 'ignore', 'probe']);
+  for (const k of Object.keys(c)) if (!known.has(k)) throw new Error(`${f}: unknown key ${k}`);
+  for (const [k, why] of Object.entries(c.ignore ?? {})) {
+    if (!['version', 'size', 'ttl'].includes(k)) throw new Error(`${f}: unknown ignore key ${k}`);
+    if (typeof why !== 'string' || why.trim().length < 10) throw new Error(`${f}: ignore.${k} needs a justification string`);
+  }
+  return c;
+}
+
+function normaliseFor(c: CaseConfig): Normalise {
+  return {
+    ...DEFAULT_NORMALISE,
+    shuffle: c.shuffle === true,
+    ttlDecay: c.ttlDecay ?? 0,
+    version: c.ignore?.version !== undefined,
+    ignoreSize: c.ignore?.size !== undefined,
+    ignoreTtl: c.ignore?.ttl !== undefined,
+  };
+}
+
+function ask(s: Running, q: QuerySpec, id: number): Promise<RawReply> {
+  const msg = encodeQuery(q, id);
+  return q.tcp ? queryTcp('127.0.0.1', s.port, msg) : queryUdp('127.0.0.1', s.port, msg);
+}
+
+function indent(text: string, by = '    '): string {
+  return text.split('\n').map((l) => by + l).join('\n');
+}
+
+interface Args { subject?: string; reference?: string; verbose: boolean; cases: string[] }
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { verbose: false, cases: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const w = argv[i];
+    if (w === '--subject') a.subject = argv[++i];
+    else if (w === '--reference') a.reference = argv[++i];
+    else if (w === '-v' || w === '--verbose') a.verbose = true;
+    else if (w.startsWith('-')) throw new Error(`unknown flag ${w}`);
+    else a.cases.push(w);
+  }
+  return a;
+}
+
+async function main(): Promise<number> {
+  const args = parseArgs(process.argv.slice(2));
+  const reference = args.reference ?? referenceBinary();
+  let subject = args.subject ?? process.env.NODENS_SUBJECT ?? nodensBinary();
+  if (!subject) {
+    subject = reference;
+    console.log('WARNING: bin/nodens does not exist yet; the subject is the reference CoreDNS itself (harness self-check).');
+  }
+  const subjectName = path.basename(subject) === 'nodens' ? 'nodens' : path.basename(subject);
+  console.log(`reference: ${reference}`);
+  console.log(`subject:   ${subject}`);
+
+  const all = readdirSync(CASES_DIR).filter((d) => statSync(path.join(CASES_DIR, d)).isDirectory()).sort();
+  const selected = args.cases.length ? all.filter((c) => args.cases.includes(c)) : all;
+  for (const c of args.cases) if (!all.includes(c)) throw new Error(`no case named ${c}`);
+
+  let passed = 0;
+  let failed = 0;
+  for (const name of selected) {
+    const dir = path.join(CASES_DIR, name);
+    const cfg = loadCaseConfig(dir);
+    const queries = parseQueriesFile(readFileSync(path.join(dir, 'queries.txt'), 'utf8'));
+    const norm = normaliseFor(cfg);
+    const declared = [
+      cfg.shuffle ? 'shuffle' : '', cfg.ttlDecay ? `ttlDecay=${cfg.ttlDecay}` : '',
+      ...Object.keys(cfg.ignore ?? {}).map((k) => `ignore ${k}`),
+    ].filter(Boolean);
+    console.log(`\n== ${name}${declared.length ? `  [${declared.join(', ')}]` : ''}`);
+    const conf = path.join(dir, 'Corefile');
+    const servers: Running[] = [];
+    try {
+      const [ref, sub] = await Promise.all([
+        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { NODENS_CONFORMANCE_SIDE: 'reference' } }),
+        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { NODENS_CONFORMANCE_SIDE: 'subject' } }),
+      ]);
+      servers.push(ref, sub);
+      const ready = await Promise.allSettled([waitReady(ref, cfg.probe), waitReady(sub, cfg.probe)]);
+      const problems = ready.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason?.message ?? r));
+      if (problems.length) {
+        console.log(`  FAIL could not start:\n${problems.map((p) => indent(p)).join('\n')}`);
+        failed += queries.length;
+        continue;
+      }
+      for (const q of queries) {
+        const id = 1 + Math.floor(Math.random() * 65534);
+        const [ra, rb] = await Promise.all([ask(ref, q, id), ask(sub, q, id)]);
+        const [la, lb] = renderPair(parseReply(ra, id), parseReply(rb, id), norm);
+        const same = la.length === lb.length && la.every((l, i) => l === lb[i]);
+        if (same) {
+          passed++;
+          console.log(`  ok   ${q.line}`);
+          if (args.verbose) console.log(indent(la.join('\n').replace(/\t/g, '  '), '       '));
+        } else {
+          failed++;
+          console.log(`  FAIL ${q.line}`);
+          console.log(sideBySide(la, lb, `reference (CoreDNS) :${ref.port}`, `subject (${subjectName}) :${sub.port}`));
+        }
+      }
+      for (const s of servers) {
+        const ex = s.exited();
+        if (ex) console.log(`  note: ${s.name} exited during the case (code ${ex.code}, signal ${ex.signal}):\n${indent(s.output())}`);
+      }
+    } catch (e) {
+      console.log(`  FAIL ${(e as Error).stack ?? e}`);
+      failed += queries.length || 1;
+    } finally {
+      await Promise.all(servers.map((s) => s.stop()));
+    }
+  }
+  console.log(`\n${passed} passed, ${failed} failed`);
+  return failed ? 1 : 0;
+}
+
+main().then((code) => { process.exitCode = code; }, (e) => {
+  console.error(e);
+  console.log('0 passed, 1 failed');
+  process.exitCode = 1;
+});
