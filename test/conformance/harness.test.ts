@@ -1,0 +1,72 @@
+// Unit tests of the conformance harness itself (no servers): query encoding, rendering, normalisation, diff.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import dnsPacket from 'dns-packet';
+import { encodeQuery, parseQueryLine, parseQueriesFile } from './lib/query.ts';
+import { DEFAULT_NORMALISE, parseReply, renderPair } from './lib/render.ts';
+import { sideBySide } from './lib/diff.ts';
+
+test('query line defaults follow dig: RD, EDNS0 1232, UDP', () => {
+  const q = parseQueryLine('Example.ORG. AAAA');
+  assert.equal(q.name, 'Example.ORG.');
+  assert.equal(q.type, 28);
+  assert.equal(q.tcp, false);
+  assert.equal(q.edns, true);
+  assert.equal(q.ednsSize, 1232);
+  assert.equal(q.flags, 0x0100);
+});
+
+test('query flags', () => {
+  const q = parseQueryLine('foo.example.net. TXT +noedns +tcp +norec +cd +class=CH');
+  assert.equal(q.edns, false);
+  assert.equal(q.tcp, true);
+  assert.equal(q.flags, 0x0010);
+  assert.equal(q.qclass, 3);
+  const d = parseQueryLine('example.org. MX +edns=4096 +do');
+  assert.equal(d.ednsSize, 4096);
+  assert.equal(d.ednsFlags, 0x8000);
+  assert.throws(() => parseQueryLine('example.org. A +bogus'));
+  assert.equal(parseQueriesFile('# c\n\nexample.org. A # trailing\n').length, 1);
+});
+
+test('encoded query decodes with dns-packet, name case kept', () => {
+  const q = parseQueryLine('Example.ORG. A +do +cookie');
+  const p = dnsPacket.decode(encodeQuery(q, 4660)) as any;
+  assert.equal(p.id, 4660);
+  assert.equal(p.questions[0].name, 'Example.ORG');
+  assert.equal(p.additionals[0].type, 'OPT');
+  assert.equal(p.additionals[0].flag_do, true);
+  assert.equal(p.additionals[0].options[0].code, 10);
+});
+
+function reply(ttl: number, answers: string[], id = 7): Buffer {
+  return dnsPacket.encode({
+    type: 'response', id, flags: dnsPacket.AUTHORITATIVE_ANSWER,
+    questions: [{ type: 'A', name: 'x.example' }],
+    answers: answers.map((a) => ({ type: 'A', name: 'x.example', ttl, data: a })),
+  } as any);
+}
+
+test('TTL decay and shuffle normalise only what is declared', () => {
+  const a = parseReply({ bytes: reply(60, ['1.1.1.1', '2.2.2.2']), localPort: 1 }, 7);
+  const b = parseReply({ bytes: reply(59, ['2.2.2.2', '1.1.1.1']), localPort: 1 }, 7);
+  const [la, lb] = renderPair(a, b, { ...DEFAULT_NORMALISE, shuffle: true, ttlDecay: 2 });
+  assert.deepEqual(la, lb);
+  const c = parseReply({ bytes: reply(60, ['1.1.1.1', '2.2.2.2']), localPort: 1 }, 7);
+  const d = parseReply({ bytes: reply(59, ['2.2.2.2', '1.1.1.1']), localPort: 1 }, 7);
+  const [lc, ld] = renderPair(c, d, DEFAULT_NORMALISE);
+  assert.notDeepEqual(lc, ld);
+});
+
+test('ID mismatch and missing replies are visible', () => {
+  const a = parseReply({ bytes: reply(60, ['1.1.1.1'], 8), localPort: 1 }, 7);
+  assert.match(a.head[0], /MISMATCH/);
+  const none = parseReply({ error: 'no reply over UDP within 2000 ms', localPort: 1 }, 7);
+  assert.match(none.head[0], /no reply/);
+});
+
+test('side-by-side diff marks changed lines', () => {
+  const out = sideBySide(['a', 'b', 'c'], ['a', 'B', 'c', 'd'], 'left', 'right');
+  assert.match(out, /b +\| B/);
+  assert.match(out, /> d/);
+});
