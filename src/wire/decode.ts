@@ -1,0 +1,663 @@
+// DNS wire format → Message. One index walk over the buffer; names are built straight into
+// presentation-form strings (miekg/dns escaping); all checks are explicit so malformed input only
+// ever throws WireError.
+//
+// Byte fields (digests, keys, signatures, character-strings, EDNS option data, opaque rdata) are
+// COPIED out of the input: records may be kept (cache) long after the packet buffer is reused.
+//
+// Compatibility decisions (miekg/dns Unpack as reference):
+// - Trailing bytes after the last record are ignored, as miekg does.
+// - A message that ends right after the 12-byte header decodes to the header with empty sections
+//   whatever its counts say (miekg: servers send such REFUSED replies). Otherwise section counts
+//   larger than the data are an error (SHORT) — miekg silently stops; we are stricter.
+// - Compression pointers must point strictly backwards (below the start of the name being read,
+//   and below every earlier pointer target of that name) and not into the header: loops are
+//   impossible. At most 126 pointers per name.
+// - A record with rdlength 0 decodes to OpaqueData with an empty `raw`, whatever its type (dynamic
+//   update deletions use these; miekg's "noRdata").
+// - Types without a structured form become OpaqueData (RFC 3597). For the types whose rdata
+//   names may have been compressed by the sender (MINFO, RP, AFSDB, RT, PX, KX, NXT) the names are
+//   decompressed so `raw` is self-contained.
+// - The OPT record in the additional section is lifted into `msg.edns`; a second one is a
+//   WireError DUPLICATE_OPT (FORMERR). OPT records in other sections are left as OpaqueData.
+
+import { WireError } from './error.ts';
+import { formatIPv4, formatIPv6 } from './ip.ts';
+import type {
+  Edns, EdnsOption, Message, OpaqueData, Question, RData, ResourceRecord, SvcParam,
+} from './types.ts';
+
+export { WireError } from './error.ts';
+
+// ---- presentation tables ----
+
+/** byte → its presentation in a name label (miekg: `\X` for specials, `\DDD` for non-printables). */
+const NAME_CHR: string[] = new Array(256);
+const NAME_CHR_LOWER: string[] = new Array(256);
+for (let b = 0; b < 256; b++) {
+  let s: string;
+  if (b < 0x20 || b > 0x7e) s = '\\' + String(b).padStart(3, '0');
+  else if (b === 0x2e || b === 0x20 || b === 0x27 || b === 0x40 || b === 0x3b || b === 0x28 || b === 0x29 || b === 0x22 || b === 0x5c) {
+    s = '\\' + String.fromCharCode(b);
+  } else s = String.fromCharCode(b);
+  NAME_CHR[b] = s;
+  NAME_CHR_LOWER[b] = b >= 65 && b <= 90 ? String.fromCharCode(b | 0x20) : s;
+}
+
+// ---- decoder state (module-level: decoding is synchronous) ----
+
+let B: Uint8Array = new Uint8Array(0);
+let N = 0;
+let P = 0;
+
+// small per-message cache: name start offset → decoded name (and its wire length)
+const CACHE_SIZE = 16;
+const cacheOff = new Int32Array(CACHE_SIZE);
+const cacheWire = new Int32Array(CACHE_SIZE);
+const cacheStr: string[] = new Array(CACHE_SIZE).fill('');
+let cacheN = 0;
+
+function short(): WireError {
+  return new WireError('SHORT', 'dns: buffer too short (overflow unpacking)');
+}
+
+function badRdata(what: string): WireError {
+  return new WireError('BAD_RDATA', 'dns: bad rdata: ' + what);
+}
+
+/** Reads the name at P, advances P past it; returns presentation form. */
+function readName(lower: boolean): string {
+  const b = B;
+  const n = N;
+  const table = lower ? NAME_CHR_LOWER : NAME_CHR;
+  const start = P;
+  let p = P;
+  let limit = start; // pointers must go below this
+  let end = -1;
+  let s = '';
+  let wire = 1;
+  let hops = 0;
+  for (;;) {
+    if (p >= n) throw short();
+    const c = b[p];
+    if (c === 0) {
+      p++;
+      break;
+    }
+    const t = c & 0xc0;
+    if (t === 0) {
+      const e = p + 1 + c;
+      if (e > n) throw short();
+      wire += c + 1;
+      if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
+      for (let i = p + 1; i < e; i++) s += table[b[i]];
+      s += '.';
+      p = e;
+    } else if (t === 0xc0) {
+      if (p + 1 >= n) throw short();
+      const target = ((c & 0x3f) << 8) | b[p + 1];
+      if (end < 0) end = p + 2;
+      if (target >= limit || target < 12 || ++hops > 126) {
+        throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
+      }
+      if (!lower) {
+        for (let k = 0; k < cacheN; k++) {
+          if (cacheOff[k] === target) {
+            wire += cacheWire[k] - 1;
+            if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
+            const cached = cacheStr[k];
+            s = cached === '.' ? (s.length === 0 ? '.' : s) : s + cached;
+            P = end;
+            if (cacheN < CACHE_SIZE) {
+              cacheOff[cacheN] = start;
+              cacheWire[cacheN] = wire;
+              cacheStr[cacheN++] = s;
+            }
+            return s;
+          }
+        }
+      }
+      limit = target;
+      p = target;
+    } else {
+      throw new WireError('BAD_LABEL', 'dns: reserved label type');
+    }
+  }
+  P = end < 0 ? p : end;
+  if (s.length === 0) s = '.';
+  if (!lower && cacheN < CACHE_SIZE) {
+    cacheOff[cacheN] = start;
+    cacheWire[cacheN] = wire;
+    cacheStr[cacheN++] = s;
+  }
+  return s;
+}
+
+/** Skips the name at P without building it (same checks). */
+function skipName(): void {
+  const b = B;
+  const n = N;
+  let p = P;
+  let limit = P;
+  let end = -1;
+  let wire = 1;
+  let hops = 0;
+  for (;;) {
+    if (p >= n) throw short();
+    const c = b[p];
+    if (c === 0) {
+      p++;
+      break;
+    }
+    const t = c & 0xc0;
+    if (t === 0) {
+      p += 1 + c;
+      wire += c + 1;
+      if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
+    } else if (t === 0xc0) {
+      if (p + 1 >= n) throw short();
+      const target = ((c & 0x3f) << 8) | b[p + 1];
+      if (end < 0) end = p + 2;
+      if (target >= limit || target < 12 || ++hops > 126) throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
+      limit = target;
+      p = target;
+    } else throw new WireError('BAD_LABEL', 'dns: reserved label type');
+  }
+  P = end < 0 ? p : end;
+  if (P > n) throw short();
+}
+
+/** Reads the (possibly compressed) name at P and appends its uncompressed wire form to `out`. */
+function readNameWire(out: number[]): void {
+  const b = B;
+  const n = N;
+  let p = P;
+  let limit = P;
+  let end = -1;
+  let wire = 1;
+  let hops = 0;
+  for (;;) {
+    if (p >= n) throw short();
+    const c = b[p];
+    if (c === 0) {
+      out.push(0);
+      p++;
+      break;
+    }
+    const t = c & 0xc0;
+    if (t === 0) {
+      const e = p + 1 + c;
+      if (e > n) throw short();
+      wire += c + 1;
+      if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
+      for (let i = p; i < e; i++) out.push(b[i]);
+      p = e;
+    } else if (t === 0xc0) {
+      if (p + 1 >= n) throw short();
+      const target = ((c & 0x3f) << 8) | b[p + 1];
+      if (end < 0) end = p + 2;
+      if (target >= limit || target < 12 || ++hops > 126) throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
+      limit = target;
+      p = target;
+    } else throw new WireError('BAD_LABEL', 'dns: reserved label type');
+  }
+  P = end < 0 ? p : end;
+}
+
+function u16(p: number): number {
+  return (B[p] << 8) | B[p + 1];
+}
+
+function u32(p: number): number {
+  return B[p] * 0x1000000 + ((B[p + 1] << 16) | (B[p + 2] << 8) | B[p + 3]);
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Copy of B[a, e) as a plain Uint8Array. */
+function copy(a: number, e: number): Uint8Array {
+  if (e <= a) return EMPTY.slice();
+  const out = new Uint8Array(e - a);
+  out.set(B.subarray(a, e));
+  return out;
+}
+
+/** Reads a <character-string> at P bounded by `end`. */
+function readCharString(end: number): Uint8Array {
+  if (P >= end) throw short();
+  const l = B[P];
+  const a = P + 1;
+  const e = a + l;
+  if (e > end) throw short();
+  P = e;
+  return copy(a, e);
+}
+
+function readTypeBitmap(end: number): number[] {
+  const types: number[] = [];
+  let lastWindow = -1;
+  while (P < end) {
+    if (P + 2 > end) throw short();
+    const window = B[P];
+    const len = B[P + 1];
+    if (len === 0 || len > 32) throw badRdata('bitmap length');
+    if (window <= lastWindow) throw badRdata('bitmap window order');
+    lastWindow = window;
+    P += 2;
+    if (P + len > end) throw short();
+    for (let j = 0; j < len; j++) {
+      const byte = B[P + j];
+      if (byte === 0) continue;
+      for (let bit = 0; bit < 8; bit++) {
+        if (byte & (0x80 >> bit)) types.push(window * 256 + j * 8 + bit);
+      }
+    }
+    P += len;
+  }
+  return types;
+}
+
+/** Decodes rdata of `type` in [P, end); P ends at `end`. */
+function readRdata(type: number, end: number): RData {
+  const start = P;
+  let d: RData;
+  switch (type) {
+    case 1: // A
+      if (end - start !== 4) throw badRdata('A length');
+      d = { address: formatIPv4(B, start) };
+      P = end;
+      return d;
+    case 28: // AAAA
+      if (end - start !== 16) throw badRdata('AAAA length');
+      d = { address: formatIPv6(B, start) };
+      P = end;
+      return d;
+    case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12: case 39:
+      d = { target: readName(false) };
+      break;
+    case 6: { // SOA
+      const mname = readName(false);
+      const rname = readName(false);
+      if (P + 20 > end) throw short();
+      const p = P;
+      d = { mname, rname, serial: u32(p), refresh: u32(p + 4), retry: u32(p + 8), expire: u32(p + 12), minimum: u32(p + 16) };
+      P += 20;
+      break;
+    }
+    case 15: { // MX
+      if (P + 2 > end) throw short();
+      const preference = u16(P);
+      P += 2;
+      d = { preference, exchange: readName(false) };
+      break;
+    }
+    case 16: case 99: case 258: case 261: { // TXT SPF AVC RESINFO
+      const strings: Uint8Array[] = [];
+      while (P < end) strings.push(readCharString(end));
+      d = { strings };
+      break;
+    }
+    case 13: { // HINFO
+      const cpu = readCharString(end);
+      const os = readCharString(end);
+      d = { cpu, os };
+      break;
+    }
+    case 33: { // SRV
+      if (P + 6 > end) throw short();
+      const p = P;
+      P += 6;
+      d = { priority: u16(p), weight: u16(p + 2), port: u16(p + 4), target: readName(false) };
+      break;
+    }
+    case 257: { // CAA
+      if (P + 2 > end) throw short();
+      const flags = B[P];
+      const tl = B[P + 1];
+      P += 2;
+      if (P + tl > end) throw short();
+      let tag = '';
+      for (let i = P; i < P + tl; i++) tag += String.fromCharCode(B[i]);
+      P += tl;
+      d = { flags, tag, value: copy(P, end) };
+      P = end;
+      break;
+    }
+    case 35: { // NAPTR
+      if (P + 4 > end) throw short();
+      const order = u16(P);
+      const preference = u16(P + 2);
+      P += 4;
+      const flags = readCharString(end);
+      const services = readCharString(end);
+      const regexp = readCharString(end);
+      d = { order, preference, flags, services, regexp, replacement: readName(false) };
+      break;
+    }
+    case 43: case 59: case 32768: case 32769: { // DS CDS TA DLV
+      if (P + 4 > end) throw short();
+      d = { keyTag: u16(P), algorithm: B[P + 2], digestType: B[P + 3], digest: copy(P + 4, end) };
+      P = end;
+      break;
+    }
+    case 48: case 60: case 25: { // DNSKEY CDNSKEY KEY
+      if (P + 4 > end) throw short();
+      d = { flags: u16(P), protocol: B[P + 2], algorithm: B[P + 3], publicKey: copy(P + 4, end) };
+      P = end;
+      break;
+    }
+    case 46: case 24: { // RRSIG SIG
+      if (P + 18 > end) throw short();
+      const p = P;
+      P += 18;
+      const signerName = readName(false);
+      if (P > end) throw short();
+      d = {
+        typeCovered: u16(p), algorithm: B[p + 2], labels: B[p + 3], originalTTL: u32(p + 4),
+        expiration: u32(p + 8), inception: u32(p + 12), keyTag: u16(p + 16), signerName,
+        signature: copy(P, end),
+      };
+      P = end;
+      break;
+    }
+    case 47: { // NSEC
+      const nextName = readName(false);
+      if (P > end) throw short();
+      d = { nextName, types: readTypeBitmap(end) };
+      break;
+    }
+    case 50: { // NSEC3
+      if (P + 5 > end) throw short();
+      const hashAlgorithm = B[P];
+      const flags = B[P + 1];
+      const iterations = u16(P + 2);
+      const sl = B[P + 4];
+      P += 5;
+      if (P + sl + 1 > end) throw short();
+      const salt = copy(P, P + sl);
+      P += sl;
+      const hl = B[P++];
+      if (P + hl > end) throw short();
+      const nextHashed = copy(P, P + hl);
+      P += hl;
+      d = { hashAlgorithm, flags, iterations, salt, nextHashed, types: readTypeBitmap(end) };
+      break;
+    }
+    case 51: { // NSEC3PARAM
+      if (P + 5 > end) throw short();
+      const sl = B[P + 4];
+      if (P + 5 + sl !== end) throw badRdata('NSEC3PARAM salt length');
+      d = { hashAlgorithm: B[P], flags: B[P + 1], iterations: u16(P + 2), salt: copy(P + 5, end) };
+      P = end;
+      break;
+    }
+    case 52: case 53: { // TLSA SMIMEA
+      if (P + 3 > end) throw short();
+      d = { usage: B[P], selector: B[P + 1], matchingType: B[P + 2], certificate: copy(P + 3, end) };
+      P = end;
+      break;
+    }
+    case 64: case 65: { // SVCB HTTPS
+      if (P + 2 > end) throw short();
+      const priority = u16(P);
+      P += 2;
+      const target = readName(false);
+      if (P > end) throw short();
+      const params: SvcParam[] = [];
+      while (P < end) {
+        if (P + 4 > end) throw short();
+        const key = u16(P);
+        const l = u16(P + 2);
+        P += 4;
+        if (P + l > end) throw short();
+        params.push({ key, value: copy(P, P + l) });
+        P += l;
+      }
+      d = { priority, target, params };
+      break;
+    }
+    // Opaque types whose names may arrive compressed: decompress into raw.
+    case 14: case 17: // MINFO RP: name name
+      return opaqueNames(end, 0, 2, false);
+    case 18: case 21: case 36: // AFSDB RT KX: u16 name
+      return opaqueNames(end, 2, 1, false);
+    case 26: // PX: u16 name name
+      return opaqueNames(end, 2, 2, false);
+    case 30: // NXT: name bitmap
+      return opaqueNames(end, 0, 1, true);
+    default:
+      d = { raw: copy(P, end) };
+      P = end;
+      return d;
+  }
+  if (P !== end) {
+    if (P > end) throw short();
+    throw badRdata('rdlength mismatch');
+  }
+  return d;
+}
+
+function opaqueNames(end: number, fixed: number, names: number, rest: boolean): OpaqueData {
+  const out: number[] = [];
+  if (P + fixed > end) throw short();
+  for (let i = 0; i < fixed; i++) out.push(B[P + i]);
+  P += fixed;
+  for (let i = 0; i < names; i++) {
+    readNameWire(out);
+    if (P > end) throw short();
+  }
+  if (rest) {
+    while (P < end) out.push(B[P++]);
+  }
+  if (P !== end) throw badRdata('rdlength mismatch');
+  return { raw: Uint8Array.from(out) };
+}
+
+function readRecord(): ResourceRecord {
+  const name = readName(false);
+  const p = P;
+  if (p + 10 > N) throw short();
+  const type = u16(p);
+  const cls = u16(p + 2);
+  const ttl = u32(p + 4);
+  const rdlen = u16(p + 8);
+  P = p + 10;
+  const end = P + rdlen;
+  if (end > N) throw short();
+  let data: RData;
+  if (rdlen === 0) data = { raw: new Uint8Array(0) };
+  else data = readRdata(type, end);
+  P = end;
+  return { name, type, class: cls, ttl, data };
+}
+
+function readOpt(name: string, cls: number, ttl: number, end: number): Edns {
+  const options: EdnsOption[] = [];
+  while (P < end) {
+    if (P + 4 > end) throw short();
+    const code = u16(P);
+    const l = u16(P + 2);
+    P += 4;
+    if (P + l > end) throw short();
+    options.push({ code, data: copy(P, P + l) });
+    P += l;
+  }
+  const flags = ttl & 0xffff;
+  const edns: Edns = {
+    udpSize: cls,
+    version: (ttl >>> 16) & 0xff,
+    do: (flags & 0x8000) !== 0,
+    z: flags & 0x7fff,
+    options,
+  };
+  if (name !== '.') edns.name = name;
+  return edns;
+}
+
+function newMsgFromHeader(): Message {
+  const b1 = B[2];
+  const b2 = B[3];
+  return {
+    id: (B[0] << 8) | B[1],
+    qr: (b1 & 0x80) !== 0,
+    opcode: (b1 >> 3) & 0xf,
+    aa: (b1 & 0x04) !== 0,
+    tc: (b1 & 0x02) !== 0,
+    rd: (b1 & 0x01) !== 0,
+    ra: (b2 & 0x80) !== 0,
+    z: (b2 & 0x40) !== 0,
+    ad: (b2 & 0x20) !== 0,
+    cd: (b2 & 0x10) !== 0,
+    rcode: b2 & 0xf,
+    question: [],
+    answer: [],
+    authority: [],
+    additional: [],
+    edns: undefined,
+  };
+}
+
+/** Decodes one DNS message. Throws WireError (only) on malformed input. */
+export function decodeMessage(buf: Uint8Array): Message {
+  if (buf.length < 12) throw new WireError('SHORT', 'dns: message shorter than the header');
+  B = buf;
+  N = buf.length;
+  P = 12;
+  cacheN = 0;
+  const msg = newMsgFromHeader();
+  const qd = u16(4);
+  const an = u16(6);
+  const ns = u16(8);
+  const ar = u16(10);
+  if (N === 12) {
+    B = EMPTY;
+    return msg;
+  }
+  try {
+    for (let i = 0; i < qd; i++) {
+      const name = readName(false);
+      if (P + 4 > N) throw short();
+      const q: Question = { name, type: u16(P), class: u16(P + 2) };
+      P += 4;
+      msg.question.push(q);
+    }
+    for (let i = 0; i < an; i++) msg.answer.push(readRecord());
+    for (let i = 0; i < ns; i++) msg.authority.push(readRecord());
+    for (let i = 0; i < ar; i++) {
+      const start = P;
+      skipName();
+      if (P + 10 <= N && u16(P) === 41) {
+        // OPT
+        P = start;
+        const name = readName(false);
+        const p = P;
+        const cls = u16(p + 2);
+        const ttl = u32(p + 4);
+        const end = p + 10 + u16(p + 8);
+        if (end > N) throw short();
+        P = p + 10;
+        if (msg.edns !== undefined) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
+        msg.edns = readOpt(name, cls, ttl, end);
+        msg.rcode |= (ttl >>> 24) << 4;
+        P = end;
+      } else {
+        P = start;
+        msg.additional.push(readRecord());
+      }
+    }
+  } catch (e) {
+    const partial = newMsgFromHeader();
+    partial.question = msg.question;
+    B = EMPTY;
+    if (e instanceof WireError) throw new WireError(e.code, e.message, partial);
+    const err = new WireError('INTERNAL', 'dns: unexpected decoding failure: ' + String(e), partial);
+    (err as { cause?: unknown }).cause = e;
+    throw err;
+  }
+  B = EMPTY;
+  return msg;
+}
+
+/** Facts about a query read without building a Message (hot path: cache lookups). */
+export interface QueryFacts {
+  id: number;
+  /** Header flag word (bytes 2–3), rcode bits included. */
+  flags: number;
+  /** First question's name, ASCII lower-cased, presentation form. */
+  qname: string;
+  qtype: number;
+  qclass: number;
+  /** Offset just past the first question. */
+  questionEnd: number;
+  qdcount: number;
+  ancount: number;
+  nscount: number;
+  arcount: number;
+  /** An OPT record was found in the additional section. */
+  edns: boolean;
+  udpSize: number;
+  do: boolean;
+  ednsVersion: number;
+  /** Offset of the first byte of the OPT record (when edns), else -1. */
+  optStart: number;
+}
+
+/**
+ * Reads the first question and the EDNS facts of a message. Returns undefined when qdcount is 0.
+ * Throws WireError on malformed input (the same checks as decodeMessage for the parts it walks;
+ * answer/authority/other additional records are skipped, not validated beyond their framing).
+ */
+export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
+  if (buf.length < 12) throw new WireError('SHORT', 'dns: message shorter than the header');
+  B = buf;
+  N = buf.length;
+  P = 12;
+  cacheN = 0;
+  try {
+    const qd = u16(4);
+    if (qd === 0) return undefined;
+    const an = u16(6);
+    const ns = u16(8);
+    const ar = u16(10);
+    const qname = readName(true);
+    if (P + 4 > N) throw short();
+    const qtype = u16(P);
+    const qclass = u16(P + 2);
+    P += 4;
+    const questionEnd = P;
+    const facts: QueryFacts = {
+      id: u16(0), flags: u16(2), qname, qtype, qclass, questionEnd,
+      qdcount: qd, ancount: an, nscount: ns, arcount: ar,
+      edns: false, udpSize: 0, do: false, ednsVersion: 0, optStart: -1,
+    };
+    if (ar === 0) return facts;
+    for (let i = 1; i < qd; i++) {
+      skipName();
+      P += 4;
+      if (P > N) throw short();
+    }
+    const skip = an + ns;
+    for (let i = 0; i < skip + ar; i++) {
+      const start = P;
+      skipName();
+      if (P + 10 > N) throw short();
+      const end = P + 10 + u16(P + 8);
+      if (end > N) throw short();
+      if (i >= skip && u16(P) === 41) {
+        if (facts.edns) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
+        facts.edns = true;
+        facts.udpSize = u16(P + 2);
+        facts.ednsVersion = B[P + 5];
+        facts.do = (B[P + 6] & 0x80) !== 0;
+        facts.optStart = start;
+      }
+      P = end;
+    }
+    return facts;
+  } catch (e) {
+    if (e instanceof WireError) throw e;
+    throw new WireError('INTERNAL', 'dns: unexpected decoding failure: ' + String(e));
+  } finally {
+    B = EMPTY;
+  }
+}

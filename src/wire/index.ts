@@ -1,0 +1,10 @@
+export * from './types.ts';
+export * from './constants.ts';
+export * from './name.ts';
+export * from './ip.ts';
+export { WireError } from './error.ts';
+export { decodeMessage, decodeQuestionFast } from './decode.ts';
+export type { QueryFacts } from './decode.ts';
+export { encodeMessage, messageLength, optLength } from './encode.ts';
+export { encodeWithin } from './truncate.ts';
+export { newMessage, replyTo, newQuery } from './message.ts';

@@ -1,0 +1,31 @@
+// Fitting a reply into the client's buffer, as CoreDNS's `request.Scrub` does (which calls
+// miekg/dns `Msg.Truncate`):
+//   - maxSize below 512 counts as 512 (RFC 6891, miekg);
+//   - if the reply packed WITHOUT compression fits, it is sent uncompressed — unless
+//     `compressAbove` is given (UDP: 1480 for IPv4 clients, 1220 for IPv6) and the uncompressed
+//     length exceeds it, in which case it is compressed anyway (fragmentation avoidance);
+//   - otherwise compression is switched on, the OPT set aside, whole records kept in order
+//     Answer → Authority → Additional while the running compressed length stays within
+//     maxSize − OPT length, the rest dropped, TC set if any was dropped, the OPT re-appended;
+//   - a message whose last additional record is a TSIG is never truncated (miekg); only the
+//     compressAbove rule applies to it.
+
+import { encodeMessage, encodeTruncated, messageLength } from './encode.ts';
+import type { Message } from './types.ts';
+
+export function encodeWithin(
+  msg: Message,
+  maxSize: number,
+  opts: { compressAbove?: number } = {},
+): { wire: Uint8Array; truncated: boolean } {
+  const size = maxSize < 512 ? 512 : maxSize;
+  const ar = msg.additional;
+  const tsig = ar.length > 0 && ar[ar.length - 1].type === 250;
+  const plainLen = messageLength(msg, false);
+  if (plainLen <= size || tsig) {
+    const above = opts.compressAbove;
+    const compress = above !== undefined && plainLen > above;
+    return { wire: encodeMessage(msg, { compress }), truncated: false };
+  }
+  return encodeTruncated(msg, size);
+}
