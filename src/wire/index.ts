@@ -1,4 +1,13 @@
-export * from './types.ts';
+// The wire codec's public surface. `EdnsOption` is both the option-code constants (value) and the
+// option record type (type), as in their home modules.
+import type { EdnsOption as EdnsOptionRecord } from './types.ts';
+
+export type {
+  Question, CharString, AData, NameData, SOAData, MXData, TXTData, HINFOData, SRVData, CAAData,
+  NAPTRData, DSData, DNSKEYData, RRSIGData, NSECData, NSEC3Data, NSEC3PARAMData, TLSAData, SvcParam,
+  SVCBData, OpaqueData, RData, ResourceRecord, Edns, Message,
+} from './types.ts';
+export type EdnsOption = EdnsOptionRecord;
 export * from './constants.ts';
 export * from './name.ts';
 export * from './ip.ts';
