@@ -1,0 +1,138 @@
+// The `nodens` command: CoreDNS's flags, startup output, signals and exit
+// statuses. The only module that ends the process.
+
+import { writeFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createRegistry } from '../index.ts';
+import { Runtime } from '../core/runtime.ts';
+import { loadCorefile } from '../core/loader.ts';
+import { log } from '../core/log.ts';
+import { versionLines } from '../version.ts';
+import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
+
+const FLAGS: FlagSpec[] = [
+  { name: 'conf', kind: 'string', default: '', usage: 'Corefile to load (default "Corefile")' },
+  { name: 'dns.port', kind: 'string', default: '53', usage: 'Default port' },
+  { name: 'p', kind: 'string', default: '53', usage: 'Default port', aliasOf: 'dns.port' },
+  { name: 'pidfile', kind: 'string', default: '', usage: 'Path to write pid file' },
+  { name: 'plugins', kind: 'bool', default: 'false', usage: 'List installed plugins' },
+  { name: 'quiet', kind: 'bool', default: 'false', usage: 'Quiet mode (no initialization output)' },
+  { name: 'version', kind: 'bool', default: 'false', usage: 'Show version' },
+];
+
+function out(s: string): void { writeSync(1, s); }
+function err(s: string): void { writeSync(2, s); }
+
+/** A startup failure: message on stderr, exit 1 (CoreDNS's mustLogFatal). */
+function fatalStartup(message: string): never {
+  err(message + '\n');
+  process.exit(1);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseFlags(FLAGS, argv);
+  } catch (e) {
+    const fe = e as FlagError;
+    if (fe.helpRequested) {
+      err(usage('nodens', FLAGS));
+      process.exit(0);
+    }
+    err(`${fe.message}\n${usage('nodens', FLAGS)}`);
+    process.exit(2);
+  }
+  const flag = (n: string): string => parsed.values.get(n) ?? '';
+  if (parsed.rest.length > 0) fatalStartup(`extra command line arguments: [${parsed.rest.join(' ')}]`);
+
+  const registry = createRegistry();
+  if (flag('version') === 'true') {
+    out(versionLines().join('\n') + '\n');
+    process.exit(0);
+  }
+  if (flag('plugins') === 'true') {
+    out(registry.listForFlag().map((n) => `${n}\n`).join('') + '\n');
+    process.exit(0);
+  }
+
+  const port = flag('dns.port');
+  const quiet = flag('quiet') === 'true';
+  const pidfile = flag('pidfile');
+  let input;
+  try {
+    input = loadCorefile(flag('conf'), port);
+  } catch (e) {
+    fatalStartup((e as Error).message);
+  }
+
+  let runtime: Runtime;
+  try {
+    runtime = await Runtime.start({ corefile: input.contents, file: input.file, defaultPort: port, registry });
+  } catch (e) {
+    fatalStartup(e instanceof Error ? e.message : String(e));
+  }
+
+  if (!quiet) out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
+  if (pidfile !== '') {
+    try {
+      writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 });
+    } catch (e) {
+      log.error(`Could not write pidfile: ${(e as Error).message}`);
+    }
+  }
+  runtime.announceStart();
+  if (!quiet) out(versionLines().join('\n') + '\n');
+
+  installSignals(runtime, flag('conf'), port, pidfile);
+}
+
+function removePidfile(pidfile: string): void {
+  if (pidfile === '') return;
+  try { unlinkSync(pidfile); } catch { /* already gone */ }
+}
+
+function installSignals(runtime: Runtime, conf: string, port: string, pidfile: string): void {
+  let interrupted = false;
+  process.on('SIGINT', () => {
+    if (interrupted) {
+      log.info('SIGINT: Force quit');
+      removePidfile(pidfile);
+      process.exit(2);
+    }
+    interrupted = true;
+    log.info('SIGINT: Shutting down');
+    removePidfile(pidfile);
+    void runtime.stop().then((errors) => {
+      for (const e of errors) log.error(`SIGINT shutdown: ${e.message}`);
+      process.exit(errors.length > 0 ? 4 : 0);
+    });
+  });
+  process.on('SIGTERM', () => {
+    log.info('SIGTERM: Shutting down servers then terminating');
+    void runtime.stop().then((errors) => {
+      for (const e of errors) log.error(`SIGTERM shutdown: ${e.message}`);
+      removePidfile(pidfile);
+      process.exit(errors.length > 0 ? 4 : 0);
+    });
+  });
+  process.on('SIGQUIT', () => {
+    log.info('SIGQUIT: Quitting process immediately');
+    removePidfile(pidfile);
+    process.exit(0);
+  });
+  process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
+  process.on('SIGUSR1', () => {
+    log.info('SIGUSR1: Reloading');
+    let input;
+    try {
+      input = loadCorefile(conf, port);
+    } catch (e) {
+      log.error(`SIGUSR1: loading updated Caddyfile: ${(e as Error).message}`);
+      return;
+    }
+    void runtime.reload(input.contents, input.file).then((e) => {
+      if (e !== undefined) log.error(`SIGUSR1: starting with listener file descriptors: ${e.message}`);
+    });
+  });
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,16 @@
+// CoreDNS's plugin.cfg: the one list that fixes the order in which plugins run
+// (first = outermost) and in which their setups are called. The Corefile's
+// order never matters. Kept in sync with CoreDNS v1.14.7.
+
+export const COREDNS_DIRECTIVES: readonly string[] = [
+  'root', 'metadata', 'geoip', 'cancel', 'proxyproto', 'quic', 'grpc_server', 'https', 'https3',
+  'timeouts', 'multisocket', 'reload', 'nsid', 'bufsize', 'bind', 'debug', 'trace', 'ready', 'health',
+  'pprof', 'shed', 'prometheus', 'errors', 'log', 'dnstap', 'local', 'dns64', 'any', 'chaos',
+  'loadbalance', 'tsig', 'rewrite', 'autopath', 'acl', 'cache', 'header', 'dnssec', 'tls', 'minimal',
+  'template', 'transfer', 'hosts', 'route53', 'azure', 'clouddns', 'k8s_external', 'kubernetes', 'file',
+  'auto', 'secondary', 'etcd', 'loop', 'forward', 'grpc', 'erratic', 'whoami', 'on', 'sign', 'view',
+  'nomad',
+];
+
+/** The version of CoreDNS whose behaviour nodens reproduces. */
+export const COREDNS_VERSION = '1.14.7';

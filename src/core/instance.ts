@@ -1,0 +1,323 @@
+// An instance is one running configuration: the Corefile parsed into server
+// blocks, every plugin set up (directive by directive, in plugin.cfg order),
+// the chains built, and the blocks grouped into listen addresses. A reload
+// builds a new instance and hands the listeners over to it.
+
+import type {
+  BlockConfig, Handler, InstanceServices, LifecycleHook, PluginFactory, Readiness, SetupContext,
+} from '../plugin/plugin.ts';
+import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
+import { parseKey, type ZoneAddr } from '../corefile/address.ts';
+import { Dispenser } from '../corefile/dispenser.ts';
+import type { Token } from '../corefile/token.ts';
+import { isDomainName } from '../wire/name.ts';
+import type { PluginRegistry } from './registry.ts';
+import { DnsListener } from './listener.ts';
+import type { RoutedBlock, ServeTable } from './serve.ts';
+import { log, pluginLogger, setDebug } from './log.ts';
+import { defaultCorefile } from './loader.ts';
+
+export interface InstanceOptions {
+  /** Corefile contents. */
+  corefile: string;
+  /** Path the contents came from, as printed in errors (`Corefile`, the -conf value, `/dev/stdin`). */
+  file: string;
+  /** -dns.port: the port of keys without one. */
+  defaultPort: string;
+  registry: PluginRegistry;
+  env?: Record<string, string | undefined>;
+}
+
+/** Thrown for configuration problems; the message is what CoreDNS prints. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
+class Block implements BlockConfig {
+  readonly zones: string[];
+  readonly keys: string[];
+  readonly port: string;
+  readonly transport: string;
+  listenHosts: string[] = [''];
+  debug = false;
+  stacktrace = false;
+  readonly pluginNames: string[] = [];
+  readonly file: string;
+  readonly line: number;
+  readonly addrs: ZoneAddr[];
+  readonly tokens: Map<string, Token[]>;
+  readonly factories: PluginFactory[] = [];
+  chain: Handler | undefined;
+
+  constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
+    this.addrs = addrs;
+    this.zones = addrs.map((a) => a.zone);
+    this.keys = addrs.map((a) => `${a.transport}://${a.zone}:${a.port}`);
+    this.port = addrs[0]!.port;
+    this.transport = addrs[0]!.transport;
+    this.tokens = block.tokens;
+    this.file = block.keys[0]?.file ?? file;
+    this.line = block.keys[0]?.line ?? 0;
+  }
+}
+
+interface Hooks {
+  startup: LifecycleHook[];
+  shutdown: LifecycleHook[];
+  finalShutdown: LifecycleHook[];
+  restart: LifecycleHook[];
+  restartFailed: LifecycleHook[];
+}
+
+export class Instance implements InstanceServices {
+  readonly corefilePath: string;
+  readonly serverBlocks: ServerBlock[];
+  private readonly blocks: Block[] = [];
+  private readonly tables = new Map<string, ServeTable>();
+  private readonly hostsOf = new Map<string, { host: string; port: string; transport: string }>();
+  private readonly listenersByAddr = new Map<string, DnsListener>();
+  private readonly hooks: Hooks = { startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
+  private readonly sharedValues = new Map<string, unknown>();
+  readonly readiness = new Map<string, Readiness>();
+
+  private constructor(file: string, blocks: ServerBlock[]) {
+    this.corefilePath = file;
+    this.serverBlocks = blocks;
+  }
+
+  /** Parse and set up, without opening sockets or running startup hooks. */
+  static async create(opts: InstanceOptions): Promise<Instance> {
+    const { registry } = opts;
+    const parseOpts = {
+      isDirective: (name: string) => registry.has(name),
+      env: opts.env ?? process.env,
+      warn: (msg: string) => { log.warning(msg); },
+    };
+    let file = opts.file;
+    let serverBlocks = parseCorefile(opts.corefile, file, parseOpts);
+    if (serverBlocks.length === 0) {
+      // CoreDNS runs its default when a Corefile yields no server block at all.
+      const d = defaultCorefile(opts.defaultPort);
+      file = d.file;
+      serverBlocks = parseCorefile(d.contents, d.file, parseOpts);
+    }
+    const inst = new Instance(file, serverBlocks);
+    for (const sb of serverBlocks) {
+      const addrs: ZoneAddr[] = [];
+      for (const key of sb.keys) addrs.push(...parseKey(key.text, opts.defaultPort));
+      if (addrs.length === 0) continue;
+      inst.blocks.push(new Block(addrs, sb, file));
+    }
+    await inst.setupPlugins(registry);
+    inst.buildTables();
+    return inst;
+  }
+
+  private async setupPlugins(registry: PluginRegistry): Promise<void> {
+    for (const name of registry.directives()) {
+      const def = registry.get(name)!;
+      for (const block of this.blocks) {
+        const tokens = block.tokens.get(name);
+        if (tokens === undefined) continue;
+        const ctx = this.setupContext(name, block, new Dispenser(tokens));
+        try {
+          await def.setup(ctx);
+        } catch (e) {
+          const msg = e instanceof Error ? e.message : String(e);
+          const prefix = `plugin/${name}: `;
+          throw new StartupError(msg.startsWith(prefix) ? msg : prefix + msg);
+        }
+      }
+    }
+    for (const block of this.blocks) {
+      let next: Handler | undefined;
+      for (let i = block.factories.length - 1; i >= 0; i--) next = block.factories[i]!(next);
+      block.chain = next;
+      const names: string[] = [];
+      for (let h = block.chain; h !== undefined; h = nextOf(h)) names.push(h.name);
+      block.pluginNames.push(...names);
+    }
+  }
+
+  private setupContext(name: string, block: Block, dispenser: Dispenser): SetupContext {
+    const hooks = this.hooks;
+    return {
+      dispenser,
+      config: block,
+      instance: this,
+      log: pluginLogger(name),
+      addPlugin: (f) => { block.factories.push(tracked(f)); },
+      onStartup: (fn) => { hooks.startup.push(fn); },
+      onShutdown: (fn) => { hooks.shutdown.push(fn); },
+      onFinalShutdown: (fn) => { hooks.finalShutdown.push(fn); },
+      onRestart: (fn) => { hooks.restart.push(fn); },
+      onRestartFailed: (fn) => { hooks.restartFailed.push(fn); },
+    };
+  }
+
+  /** Group every (zone, listen host) of every block by listen address, with CoreDNS's overlap rules. */
+  private buildTables(): void {
+    const registered = new Map<string, string>(); // full zoneAddr → its string
+    const unbound = new Map<string, string>();    // zoneAddr without address → first registered
+    const zonesByAddr = new Map<string, Map<string, RoutedBlock>>();
+    const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean }>();
+    for (const block of this.blocks) {
+      for (const za of block.addrs) {
+        if (za.transport !== 'dns') {
+          throw new StartupError(`nodens: ${za.transport}:// servers are not supported yet (${za.transport}://${za.zone}:${za.port})`);
+        }
+        for (const host of block.listenHosts) {
+          const akey = `${za.transport}://${za.zone}:${za.port}${host === '' ? '' : ' on ' + host}`;
+          const ukey = `${za.transport}://${za.zone}:${za.port}`;
+          if (registered.has(akey)) throw new StartupError(`cannot serve ${akey} - it is already defined`);
+          const already = unbound.get(ukey);
+          if (already !== undefined) {
+            if (host === '') throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${already}`);
+            if (registered.has(ukey)) throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${ukey}`);
+          }
+          registered.set(akey, akey);
+          if (!unbound.has(ukey)) unbound.set(ukey, akey);
+
+          const addr = listenAddress(za.transport, host, za.port);
+          let zones = zonesByAddr.get(addr);
+          if (zones === undefined) {
+            zones = new Map();
+            zonesByAddr.set(addr, zones);
+            this.hostsOf.set(addr, { host, port: za.port, transport: za.transport });
+            flags.set(addr, { chaos: false, debug: false, stacktrace: false });
+          }
+          zones.set(za.zone, { zone: za.zone, chain: block.chain });
+          const f = flags.get(addr)!;
+          if (block.tokens.has('chaos') || block.tokens.has('forward') || block.tokens.has('proxy')) f.chaos = true;
+          if (block.debug) f.debug = true;
+          if (block.stacktrace) f.stacktrace = true;
+        }
+      }
+    }
+    let anyDebug = false;
+    for (const [addr, zones] of zonesByAddr) {
+      const f = flags.get(addr)!;
+      anyDebug ||= f.debug;
+      this.tables.set(addr, { name: addr, zones, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace });
+    }
+    setDebug(anyDebug);
+  }
+
+  // ---- InstanceServices ----
+  registerReadiness(name: string, r: Readiness): void { this.readiness.set(name, r); }
+  shared<T>(key: string, create: () => T): T {
+    if (!this.sharedValues.has(key)) this.sharedValues.set(key, create());
+    return this.sharedValues.get(key) as T;
+  }
+
+  /** Observe server-written replies and recovered panics (the prometheus plugin sets these). */
+  setServeObservers(obs: Pick<ServeTable, 'onPanic' | 'onDropped'>): void {
+    for (const t of this.tables.values()) {
+      t.onPanic = obs.onPanic;
+      t.onDropped = obs.onDropped;
+    }
+  }
+
+  /**
+   * Run startup hooks, then open the sockets. Listeners of `previous` on the same
+   * address are taken over (their table swapped), so a reload loses nothing.
+   */
+  async start(previous?: Instance): Promise<void> {
+    for (const fn of this.hooks.startup) await fn();
+    const opened: DnsListener[] = [];
+    try {
+      for (const [addr, table] of this.tables) {
+        const inherited = previous?.listenersByAddr.get(addr);
+        if (inherited !== undefined) {
+          this.listenersByAddr.set(addr, inherited);
+          continue;
+        }
+        const { host, port } = this.hostsOf.get(addr)!;
+        const l = new DnsListener(host, Number(port), table);
+        await l.listen();
+        opened.push(l);
+        this.listenersByAddr.set(addr, l);
+      }
+    } catch (e) {
+      for (const l of opened) await l.close(0);
+      throw e;
+    }
+    // Every socket is ready: switch all inherited listeners to the new tables at once.
+    for (const [addr, l] of this.listenersByAddr) l.table = this.tables.get(addr)!;
+  }
+
+  /** Close listeners this instance owns that `next` did not take over (all of them when next is undefined). */
+  async closeListeners(next?: Instance): Promise<void> {
+    const closing: Promise<void>[] = [];
+    for (const [addr, l] of this.listenersByAddr) {
+      if (next?.listenersByAddr.get(addr) === l) continue;
+      closing.push(l.close());
+    }
+    await Promise.all(closing);
+  }
+
+  async runHooks(kind: keyof Hooks): Promise<Error[]> {
+    const errors: Error[] = [];
+    for (const fn of this.hooks[kind]) {
+      try { await fn(); } catch (e) { errors.push(e instanceof Error ? e : new Error(String(e))); }
+    }
+    return errors;
+  }
+
+  /** The listeners, with the port each actually bound (useful with port 0). */
+  listeners(): DnsListener[] { return [...this.listenersByAddr.values()]; }
+
+  /** Block configs in Corefile order (read-only use: doctor, metrics). */
+  blockConfigs(): BlockConfig[] { return this.blocks; }
+
+  /** CoreDNS's startup banner lines for the zones (not the version lines). */
+  bannerLines(): string[] {
+    const out: string[] = [];
+    for (const [addr, table] of this.tables) {
+      const { host, port, transport } = this.hostsOf.get(addr)!;
+      const scheme = transport === 'dns' ? '' : transport + '://';
+      for (const zone of [...table.zones.keys()].sort()) {
+        if (zone !== '.' && !isReverseZone(zone) && !followsRfc1035(zone)) {
+          out.push(`Warning: Domain ${JSON.stringify(zone)} does not follow RFC1035 preferred syntax`);
+        }
+        out.push(`${scheme}${zone}:${port}${host === '' ? '' : ' on ' + host}`);
+      }
+    }
+    return out;
+  }
+}
+
+/** Remember each handler's successor so the chain's plugin names can be listed. */
+function tracked(f: PluginFactory): PluginFactory {
+  return (next) => {
+    const h = f(next);
+    chainNext.set(h, next);
+    return h;
+  };
+}
+
+const chainNext = new WeakMap<Handler, Handler | undefined>();
+function nextOf(h: Handler): Handler | undefined { return chainNext.get(h); }
+
+/** `dns://:53`, `dns://127.0.0.1:53`, `dns://[::1]:53` (Go's TCPAddr.String of host:port). */
+export function listenAddress(transport: string, host: string, port: string): string {
+  const p = String(Number(port));
+  const h = host.includes(':') ? `[${host}]` : host;
+  return `${transport}://${h}:${p}`;
+}
+
+function isReverseZone(zone: string): boolean {
+  return zone.endsWith('.in-addr.arpa.') || zone.endsWith('.ip6.arpa.') || zone === 'in-addr.arpa.' || zone === 'ip6.arpa.';
+}
+
+/** RFC 1035 "preferred name syntax": letter first, letters/digits/hyphens, no trailing hyphen. */
+function followsRfc1035(zone: string): boolean {
+  if (!isDomainName(zone)) return false;
+  for (const label of zone.slice(0, -1).split('.')) {
+    if (!/^[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?$/.test(label)) return false;
+  }
+  return true;
+}

@@ -1,0 +1,245 @@
+// One plain-DNS listen address: a UDP socket and a TCP listener on the same
+// host:port, both with SO_REUSEPORT as in CoreDNS. The routing table is a field
+// that a reload swaps, so sockets outlive configurations and no query is lost.
+
+import dgram from 'node:dgram';
+import net from 'node:net';
+import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
+
+/** CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the last reply. */
+export const TCP_READ_TIMEOUT_MS = 3000;
+export const TCP_IDLE_TIMEOUT_MS = 10000;
+/** How long a stopping listener waits for queries in flight (CoreDNS: 5 s). */
+export const GRACEFUL_STOP_MS = 5000;
+
+export class DnsListener {
+  /** Configured host: '' is the wildcard. */
+  readonly host: string;
+  /** Port actually bound (differs from the configured one only for port 0). */
+  port: number;
+  table: ServeTable;
+  private udp: dgram.Socket | undefined;
+  private tcp: net.Server | undefined;
+  private readonly conns = new Set<TcpConnection>();
+  private inflight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(host: string, port: number, table: ServeTable) {
+    this.host = host;
+    this.port = port;
+    this.table = table;
+  }
+
+  /** Address for socket calls: the wildcard is dual-stack `::` where IPv6 exists. */
+  private bindHost(family: 4 | 6): string {
+    if (this.host !== '') return this.host;
+    return family === 6 ? '::' : '0.0.0.0';
+  }
+
+  async listen(): Promise<void> {
+    const isV6 = this.host.includes(':') || this.host === '';
+    let lastErr: unknown;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      try {
+        await this.bindUdp(isV6 ? 6 : 4);
+        await this.bindTcp(isV6 ? 6 : 4);
+        return;
+      } catch (e) {
+        lastErr = e;
+        await this.closeSockets();
+        const code = (e as NodeJS.ErrnoException).code;
+        // The wildcard falls back to IPv4 on hosts without IPv6.
+        if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
+          await this.bindUdp(4);
+          await this.bindTcp(4);
+          return;
+        }
+        // Port 0: UDP got a port TCP could not take; try another.
+        if (this.requestedPortZero && code === 'EADDRINUSE') { this.port = 0; continue; }
+        break;
+      }
+    }
+    throw lastErr;
+  }
+
+  private requestedPortZero = false;
+
+  private bindUdp(family: 4 | 6): Promise<void> {
+    if (this.port === 0) this.requestedPortZero = true;
+    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true });
+    this.udp = sock;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => { reject(listenError('ListenPacket', 'udp', this.host, this.port, err)); };
+      sock.once('error', onError);
+      sock.bind(this.port, this.bindHost(family), () => {
+        sock.removeListener('error', onError);
+        sock.on('error', () => { /* ICMP errors on send: nothing to do */ });
+        this.port = sock.address().port;
+        const local = sock.address();
+        const localAddress = plainAddress(local.address);
+        const localPort = local.port;
+        sock.on('message', (buf, rinfo) => {
+          const sink = new UdpSink(sock, rinfo.address, rinfo.port);
+          const remote = plainAddress(rinfo.address);
+          this.track(serveMessage(this.table, buf, 'udp', remote, rinfo.port, localAddress, localPort, sink));
+        });
+        resolve();
+      });
+    });
+  }
+
+  private bindTcp(family: 4 | 6): Promise<void> {
+    const server = net.createServer({ noDelay: true });
+    this.tcp = server;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => { reject(listenError('Listen', 'tcp', this.host, this.port, err)); };
+      server.once('error', onError);
+      server.listen({ port: this.port, host: this.bindHost(family), reusePort: true, ipv6Only: false }, () => {
+        server.removeListener('error', onError);
+        server.on('error', () => { /* accept errors: keep serving */ });
+        server.on('connection', (socket) => {
+          const conn = new TcpConnection(this, socket);
+          this.conns.add(conn);
+          socket.once('close', () => { this.conns.delete(conn); });
+        });
+        resolve();
+      });
+    });
+  }
+
+  /** Count queries in flight so a graceful stop can wait for them. */
+  track(p: void | Promise<void>): void {
+    if (p === undefined) return;
+    this.inflight++;
+    p.then(() => { this.done(); }, () => { this.done(); });
+  }
+
+  private done(): void {
+    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  /** Stop accepting, wait up to `graceMs` for queries in flight, then close everything. */
+  async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
+    const udp = this.udp, tcp = this.tcp;
+    this.udp = undefined;
+    this.tcp = undefined;
+    if (udp) udp.removeAllListeners('message');
+    if (tcp) tcp.close();
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, graceMs);
+        this.idleWaiters.push(() => { clearTimeout(t); resolve(); });
+      });
+    }
+    for (const c of this.conns) c.destroy();
+    if (udp) await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
+  }
+
+  private async closeSockets(): Promise<void> {
+    const udp = this.udp, tcp = this.tcp;
+    this.udp = undefined;
+    this.tcp = undefined;
+    if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
+    if (tcp) await new Promise<void>((r) => { tcp.close(() => { r(); }); });
+  }
+}
+
+/** Where a UDP reply goes: the socket the query came in on, back to its sender. */
+class UdpSink implements ReplySink {
+  private readonly sock: dgram.Socket;
+  private readonly address: string;
+  private readonly port: number;
+  constructor(sock: dgram.Socket, address: string, port: number) {
+    this.sock = sock;
+    this.address = address;
+    this.port = port;
+  }
+  send(wire: Uint8Array): void { this.sock.send(wire, this.port, this.address); }
+}
+
+/** One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order. */
+class TcpConnection implements ReplySink {
+  private readonly listener: DnsListener;
+  private readonly socket: net.Socket;
+  private pending: Buffer | undefined;
+  private busy = false;
+  private readonly remoteAddress: string;
+  private readonly remotePort: number;
+  private readonly localAddress: string;
+  private readonly localPort: number;
+
+  constructor(listener: DnsListener, socket: net.Socket) {
+    this.listener = listener;
+    this.socket = socket;
+    this.remoteAddress = plainAddress(socket.remoteAddress ?? '');
+    this.remotePort = socket.remotePort ?? 0;
+    this.localAddress = plainAddress(socket.localAddress ?? '');
+    this.localPort = socket.localPort ?? 0;
+    socket.setTimeout(TCP_READ_TIMEOUT_MS);
+    socket.on('timeout', () => { socket.destroy(); });
+    socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
+    socket.on('data', (chunk) => { this.onData(chunk); });
+  }
+
+  send(wire: Uint8Array): void {
+    if (this.socket.destroyed || wire.length > 65535) return;
+    const framed = Buffer.allocUnsafe(wire.length + 2);
+    framed.writeUInt16BE(wire.length, 0);
+    framed.set(wire, 2);
+    this.socket.write(framed);
+  }
+
+  destroy(): void { this.socket.destroy(); }
+
+  private onData(chunk: Buffer): void {
+    this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
+    if (!this.busy) this.drain();
+  }
+
+  private drain(): void {
+    while (this.pending !== undefined && this.pending.length >= 2) {
+      const len = this.pending.readUInt16BE(0);
+      if (this.pending.length < len + 2) return;
+      const frame = this.pending.subarray(2, len + 2);
+      this.pending = this.pending.length === len + 2 ? undefined : this.pending.subarray(len + 2);
+      // No read deadline while a query is being answered; the idle clock restarts after the reply.
+      this.socket.setTimeout(0);
+      const l = this.listener;
+      const p = serveMessage(l.table, frame, 'tcp', this.remoteAddress, this.remotePort,
+        this.localAddress, this.localPort, this);
+      if (p !== undefined) {
+        this.busy = true;
+        l.track(p);
+        p.then(() => { this.resume(); }, () => { this.resume(); });
+        return;
+      }
+      this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+    }
+  }
+
+  private resume(): void {
+    this.busy = false;
+    if (this.socket.destroyed) return;
+    this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+    this.drain();
+  }
+}
+
+/** `::ffff:127.0.0.1` → `127.0.0.1`, as Go reports IPv4 clients of a dual-stack socket. */
+export function plainAddress(a: string): string {
+  return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
+}
+
+function listenError(op: string, proto: string, host: string, port: number, err: Error): Error {
+  const h = host.includes(':') ? `[${host}]` : host;
+  const code = (err as NodeJS.ErrnoException).code;
+  const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
+    : code === 'EACCES' ? 'bind: permission denied'
+      : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
+        : err.message;
+  return new Error(`${op}: listen ${proto} ${h}:${port}: ${reason}`);
+}

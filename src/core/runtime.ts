@@ -1,0 +1,99 @@
+// The running server across reloads: owns the current instance, swaps it for a
+// new one on reload (keeping the sockets), and shuts down gracefully. No
+// process.exit here; the CLI decides what a signal means for the process.
+
+import { Instance, StartupError } from './instance.ts';
+import type { PluginRegistry } from './registry.ts';
+import { log } from './log.ts';
+
+export interface RuntimeOptions {
+  corefile: string;
+  file: string;
+  defaultPort: string;
+  registry: PluginRegistry;
+  env?: Record<string, string | undefined>;
+}
+
+/** Fired after every successful start or reload (caddy's instance-startup event). */
+export type StartedListener = (inst: Instance, reload: boolean) => void;
+
+export class Runtime {
+  private current: Instance;
+  private readonly opts: RuntimeOptions;
+  private readonly startedListeners: StartedListener[] = [];
+  private reloading: Promise<unknown> = Promise.resolve();
+
+  private constructor(inst: Instance, opts: RuntimeOptions) {
+    this.current = inst;
+    this.opts = opts;
+  }
+
+  /** Parse, set up, run startup hooks and open every listener. Throws StartupError and listen errors. */
+  static async start(opts: RuntimeOptions): Promise<Runtime> {
+    const inst = await Instance.create(opts);
+    await inst.start();
+    return new Runtime(inst, opts);
+  }
+
+  get instance(): Instance { return this.current; }
+
+  onStarted(fn: StartedListener): void { this.startedListeners.push(fn); }
+
+  /** Tell listeners about the first start (the CLI calls it after printing the banner). */
+  announceStart(): void {
+    for (const fn of this.startedListeners) fn(this.current, false);
+  }
+
+  /**
+   * Replace the configuration. On failure the old one keeps serving and the
+   * error is returned (and logged as CoreDNS logs it). Reloads never overlap.
+   */
+  reload(corefile: string, file = this.opts.file): Promise<Error | undefined> {
+    const run = this.reloading.then(() => this.doReload(corefile, file));
+    this.reloading = run;
+    return run;
+  }
+
+  private async doReload(corefile: string, file: string): Promise<Error | undefined> {
+    const old = this.current;
+    log.info('Reloading');
+    await old.runHooks('restart');
+    let next: Instance | undefined;
+    try {
+      next = await Instance.create({ ...this.opts, corefile, file });
+      await next.start(old);
+    } catch (e) {
+      const err = e instanceof Error ? e : new Error(String(e));
+      if (next !== undefined) {
+        await next.runHooks('shutdown');
+        await next.closeListeners(old);
+      }
+      await old.runHooks('restartFailed');
+      log.error(`Restart failed: ${err.message}`);
+      return err;
+    }
+    this.current = next;
+    this.opts.corefile = corefile;
+    this.opts.file = file;
+    await old.closeListeners(next);
+    await old.runHooks('shutdown');
+    for (const fn of this.startedListeners) fn(next, true);
+    log.info('Reloading complete');
+    return undefined;
+  }
+
+  /**
+   * Graceful stop: shutdown and final-shutdown hooks run while DNS is still
+   * served (lameduck), then listeners close after their queries in flight.
+   * Returns the hook errors (CoreDNS exits 4 when there are any).
+   */
+  async stop(): Promise<Error[]> {
+    await this.reloading;
+    const errors = await this.current.runHooks('shutdown');
+    errors.push(...await this.current.runHooks('finalShutdown'));
+    await this.current.closeListeners();
+    return errors;
+  }
+}
+
+export { StartupError };

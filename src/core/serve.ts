@@ -1,0 +1,294 @@
+// What happens to one received message, from bytes to the plugin chain and
+// back: the library-level checks of miekg/dns, CoreDNS's ServeDNS (class check,
+// EDNS version, zone routing with the DS rule, panic recovery) and the writer
+// that fits every reply to the client (SizeAndDo + Scrub).
+
+import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
+import { PluginError, isClientErrorRcode } from '../plugin/plugin.ts';
+import type { Message } from '../wire/types.ts';
+import { decodeMessage, WireError } from '../wire/decode.ts';
+import { encodeMessage } from '../wire/encode.ts';
+import { encodeWithin } from '../wire/truncate.ts';
+import { replyTo } from '../wire/message.ts';
+import { Rcode, RRClass, RRType } from '../wire/constants.ts';
+import { Request, type Transport } from './request.ts';
+import { log } from './log.ts';
+
+/** One server block as the router sees it. */
+export interface RoutedBlock {
+  readonly zone: string;
+  /** undefined: the block has no plugins at all, so queries routed to it are REFUSED. */
+  readonly chain: Handler | undefined;
+}
+
+/** Observes replies the server writes itself (zone label `dropped`), for metrics. */
+export type DroppedReporter = (req: Request, rcode: number, replySize: number) => void;
+
+/** Everything routing needs for one listen address; replaced as a whole on reload. */
+export interface ServeTable {
+  /** CoreDNS's server name, e.g. `dns://:53`, `dns://127.0.0.1:1053`. */
+  readonly name: string;
+  readonly zones: ReadonlyMap<string, RoutedBlock>;
+  /** Some block on this address loaded chaos, forward or proxy: non-IN classes pass. */
+  readonly classChaos: boolean;
+  /** The debug plugin is on: exceptions are not recovered (the process crashes). */
+  readonly debug: boolean;
+  /** errors { stacktrace }: a recovered exception logs its stack. */
+  readonly stacktrace: boolean;
+  onPanic?: () => void;
+  onDropped?: DroppedReporter;
+}
+
+/** Sends one reply on the connection or socket a query came from. */
+export interface ReplySink {
+  send(wire: Uint8Array): void;
+}
+
+const HEADER_LEN = 12;
+
+/**
+ * Serve one message. Returns a promise only when the chain went asynchronous,
+ * so a TCP connection knows when it may read the next query.
+ */
+export function serveMessage(
+  table: ServeTable, wire: Buffer, proto: Transport,
+  remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
+  sink: ReplySink,
+): void | Promise<void> {
+  if (wire.length < HEADER_LEN) return; // too short to even answer
+  const flagsHi = wire[2]!;
+  if (flagsHi & 0x80) return; // a response: ignore
+  const opcode = (flagsHi >> 3) & 0xf;
+  if (opcode !== 0 && opcode !== 4) {
+    sink.send(headerReply(wire, Rcode.NOTIMP, true));
+    return;
+  }
+  const qd = wire.readUInt16BE(4), an = wire.readUInt16BE(6), ns = wire.readUInt16BE(8), ar = wire.readUInt16BE(10);
+  if (qd !== 1 || an > 1 || ns > 1 || ar > 2) {
+    sink.send(headerReply(wire, Rcode.FORMERR, false));
+    return;
+  }
+  let msg: Message;
+  try {
+    msg = decodeMessage(wire);
+  } catch (e) {
+    sink.send(formErrReply(wire, e));
+    return;
+  }
+
+  const req = new Request(msg, wire, proto, remoteAddress, remotePort, localAddress, localPort,
+    table.name, process.hrtime.bigint());
+
+  if (msg.question.length === 0) {
+    writeServerError(table, req, sink, Rcode.SERVFAIL, true);
+    return;
+  }
+  if (!table.classChaos && msg.question[0]!.class !== RRClass.IN) {
+    writeServerError(table, req, sink, Rcode.REFUSED, true);
+    return;
+  }
+  if (msg.edns !== undefined && msg.edns.version !== 0) {
+    sink.send(encodeMessage(badVersReply(msg)));
+    return;
+  }
+
+  const w = new ClientWriter(req, sink);
+  const block = route(table, req);
+  if (block === undefined) {
+    writeServerError(table, req, sink, Rcode.REFUSED, true);
+    return;
+  }
+  if (block.chain === undefined) {
+    writeServerError(table, req, sink, Rcode.REFUSED, true);
+    return;
+  }
+  req.zone = block.zone;
+  return runChain(table, block.chain, req, w, sink);
+}
+
+/** Longest-suffix zone match on the lower-cased name; DS goes to the shallowest match; `.` last. */
+function route(table: ServeTable, req: Request): RoutedBlock | undefined {
+  const zones = table.zones;
+  const q = req.name;
+  const isDS = req.qtype === RRType.DS;
+  let dsBlock: RoutedBlock | undefined;
+  let off = 0;
+  while (off < q.length) {
+    const candidate = off === 0 ? q : q.slice(off);
+    if (candidate === '.') break;
+    const block = zones.get(candidate);
+    if (block !== undefined) {
+      // A zone with no plugins answers REFUSED at once, even for DS.
+      if (block.chain === undefined || !isDS) return block;
+      dsBlock = block;
+    }
+    off = nextLabel(q, off);
+  }
+  if (dsBlock !== undefined) return dsBlock;
+  const root = zones.get('.');
+  if (root !== undefined && root.chain !== undefined) return root;
+  return undefined;
+}
+
+/** Offset of the label after the one starting at `off` (escapes respected); q.length at the end. */
+function nextLabel(q: string, off: number): number {
+  for (let i = off; i < q.length; i++) {
+    const c = q.charCodeAt(i);
+    if (c === 92 /* \ */) { i++; continue; }
+    if (c === 46 /* . */) return i + 1;
+  }
+  return q.length;
+}
+
+function runChain(table: ServeTable, chain: Handler, req: Request, w: ClientWriter, sink: ReplySink): void | Promise<void> {
+  req.plugin = chain.name;
+  let result: number | Promise<number>;
+  try {
+    result = chain.serveDNS(req, w);
+  } catch (e) {
+    afterChainError(table, req, sink, e);
+    return;
+  }
+  if (typeof result === 'number') {
+    if (!isClientErrorRcode(result)) return;
+    writeServerError(table, req, sink, result, false);
+    return;
+  }
+  return result.then(
+    (rcode) => { if (isClientErrorRcode(rcode)) writeServerError(table, req, sink, rcode, false); },
+    (e: unknown) => { afterChainError(table, req, sink, e); },
+  );
+}
+
+function afterChainError(table: ServeTable, req: Request, sink: ReplySink, e: unknown): void {
+  if (e instanceof PluginError) {
+    // CoreDNS: (rcode, err) — the error was for the errors plugin; the rcode decides the reply.
+    if (isClientErrorRcode(e.rcode)) writeServerError(table, req, sink, e.rcode, false);
+    return;
+  }
+  if (table.debug) {
+    // The debug plugin turns recovery off: crash like an unrecovered Go panic (exit 2).
+    process.nextTick(() => { throw e; });
+    return;
+  }
+  const detail = e instanceof Error ? e.message : String(e);
+  if (table.stacktrace && e instanceof Error && e.stack) {
+    log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}\n${e.stack}`);
+  } else {
+    log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}`);
+  }
+  table.onPanic?.();
+  writeServerError(table, req, sink, Rcode.SERVFAIL, true);
+}
+
+/** CoreDNS's errorFunc / errorAndMetricsFunc: a bare reply with the rcode, OPT echoed. */
+function writeServerError(table: ServeTable, req: Request, sink: ReplySink, rcode: number, dropped: boolean): void {
+  const reply = replyTo(req.msg);
+  reply.rcode = rcode;
+  sizeAndDo(req, reply);
+  const wire = encodeWithin(reply, req.size, compressLimit(req)).wire;
+  sink.send(wire);
+  if (dropped) table.onDropped?.(req, rcode, wire.length);
+}
+
+function badVersReply(msg: Message): Message {
+  const reply = replyTo(msg);
+  reply.rcode = Rcode.BADVERS;
+  reply.edns = { udpSize: 0, version: 0, do: false, z: 0, options: [] };
+  return reply;
+}
+
+/** A reply made from the request header alone (miekg's MsgReject paths): no records, no question. */
+function headerReply(wire: Buffer, rcode: number, keepOpcode: boolean): Buffer {
+  const out = Buffer.alloc(HEADER_LEN);
+  out[0] = wire[0]!;
+  out[1] = wire[1]!;
+  // QR on, AA off, opcode QUERY unless NOTIMP; TC and RD kept.
+  let hi = (wire[2]! | 0x80) & ~0x04;
+  if (!keepOpcode) hi &= ~0x78;
+  out[2] = hi;
+  // RA, AD, CD kept; Z cleared; rcode set.
+  out[3] = (wire[3]! & 0xb0) | (rcode & 0x0f);
+  return out;
+}
+
+/** FORMERR after a failed unpack: the question as far as it was parsed, nothing else. */
+function formErrReply(wire: Buffer, e: unknown): Buffer {
+  const partial = e instanceof WireError ? e.partial : undefined;
+  if (partial === undefined) return headerReply(wire, Rcode.FORMERR, false);
+  const reply: Message = {
+    ...partial, qr: true, opcode: 0, aa: false, z: false, rcode: Rcode.FORMERR,
+    answer: [], authority: [], additional: [], edns: undefined,
+  };
+  try {
+    return Buffer.from(encodeMessage(reply));
+  } catch {
+    return headerReply(wire, Rcode.FORMERR, false);
+  }
+}
+
+/** UDP replies above these sizes are compressed even when they fit (fragmentation avoidance, as NSD). */
+function compressLimit(req: Request): { compressAbove?: number } {
+  if (req.proto !== 'udp') return NO_LIMIT;
+  return req.family === 1 ? V4_LIMIT : V6_LIMIT;
+}
+const NO_LIMIT = {};
+const V4_LIMIT = { compressAbove: 1480 };
+const V6_LIMIT = { compressAbove: 1220 };
+
+/**
+ * CoreDNS's SizeAndDo: when the query had an OPT, the reply gets one too — its
+ * own, normalised, or the query's, with only the options CoreDNS echoes.
+ */
+export function sizeAndDo(req: Request, reply: Message): void {
+  const q = req.msg.edns;
+  if (q === undefined) return;
+  const r = reply.edns;
+  if (r !== undefined) {
+    r.name = '.';
+    r.version = 0;
+    r.udpSize = q.udpSize;
+    r.z &= 0x7f00;
+    if (q.do) r.do = true;
+    return;
+  }
+  reply.edns = {
+    name: '.', udpSize: q.udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
+    options: q.options.length === 0 ? q.options : q.options.filter(isEchoedOption),
+  };
+}
+
+// NSID, EXPIRE, COOKIE, TCP-KEEPALIVE, PADDING: the options CoreDNS passes back untouched.
+function isEchoedOption(o: { code: number }): boolean {
+  const c = o.code;
+  return c === 3 || c === 9 || c === 10 || c === 11 || c === 12;
+}
+
+/** The writer at the outside of every chain: fits the reply to the client and sends it. */
+export class ClientWriter implements ResponseWriter {
+  private readonly req: Request;
+  private readonly sink: ReplySink;
+
+  constructor(req: Request, sink: ReplySink) {
+    this.req = req;
+    this.sink = sink;
+  }
+
+  writeMsg(reply: Message): void {
+    const req = this.req;
+    sizeAndDo(req, reply);
+    this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
+  }
+
+  writeWire(reply: Uint8Array): void {
+    let msg: Message;
+    try {
+      msg = decodeMessage(reply);
+    } catch (e) {
+      log.error(`plugin/${this.req.plugin}: wrote a malformed reply: ${e instanceof Error ? e.message : String(e)}`);
+      return;
+    }
+    this.writeMsg(msg);
+  }
+}
+

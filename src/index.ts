@@ -1,0 +1,86 @@
+// nodens as a library: start a CoreDNS-compatible server from a Corefile string
+// inside a Node process, and write plugins in TypeScript.
+//
+//   import { startServer } from 'nodens';
+//   const server = await startServer({ corefile: '.:0 { whoami }' });
+//   console.log(server.port);   // the UDP/TCP port actually bound
+//   await server.stop();
+
+import { PluginRegistry, type Placement } from './core/registry.ts';
+import { Runtime } from './core/runtime.ts';
+import { builtinPlugins } from './plugin/index.ts';
+import type { PluginDefinition } from './plugin/plugin.ts';
+
+export * from './plugin/plugin.ts';
+export { Request } from './core/request.ts';
+export { PluginRegistry, type Placement } from './core/registry.ts';
+export { Runtime } from './core/runtime.ts';
+export { StartupError } from './core/instance.ts';
+export { log, pluginLogger, setLogSink } from './core/log.ts';
+export * as wire from './wire/index.ts';
+
+/** An external plugin and where it runs in the chain. */
+export interface ExternalPlugin extends Placement {
+  plugin: PluginDefinition;
+}
+
+/** A registry with every built-in plugin, plus the external ones given. */
+export function createRegistry(external: ExternalPlugin[] = []): PluginRegistry {
+  const registry = new PluginRegistry();
+  for (const p of builtinPlugins) registry.register(p);
+  for (const e of external) registry.register(e.plugin, { before: e.before, after: e.after });
+  return registry;
+}
+
+export interface StartOptions {
+  /** The Corefile text. Keys may use port 0 to get a free port. */
+  corefile: string;
+  /** Name used in error messages (default `Corefile`). */
+  file?: string;
+  /** Port for keys without one (CoreDNS's -dns.port; default 53). */
+  dnsPort?: string | number;
+  /** External plugins to register next to the built-ins. */
+  plugins?: ExternalPlugin[];
+  /** Environment for {$VAR} substitution (default process.env). */
+  env?: Record<string, string | undefined>;
+}
+
+export interface ListenAddress {
+  host: string;
+  port: number;
+}
+
+export class NodensServer {
+  readonly runtime: Runtime;
+  constructor(runtime: Runtime) { this.runtime = runtime; }
+
+  /** Every listen address with the port actually bound. */
+  addresses(): ListenAddress[] {
+    return this.runtime.instance.listeners().map((l) => ({ host: l.host, port: l.port }));
+  }
+
+  /** The port of the first listener (convenient with a single `.:0` block). */
+  get port(): number {
+    const a = this.addresses()[0];
+    if (a === undefined) throw new Error('nodens: no listener');
+    return a.port;
+  }
+
+  /** Swap in a new Corefile; resolves to the error when the old configuration had to stay. */
+  reload(corefile: string): Promise<Error | undefined> { return this.runtime.reload(corefile); }
+
+  /** Graceful stop: shutdown hooks, then listeners closed after queries in flight. */
+  async stop(): Promise<void> { await this.runtime.stop(); }
+}
+
+export async function startServer(opts: StartOptions): Promise<NodensServer> {
+  const runtime = await Runtime.start({
+    corefile: opts.corefile,
+    file: opts.file ?? 'Corefile',
+    defaultPort: String(opts.dnsPort ?? 53),
+    registry: createRegistry(opts.plugins),
+    env: opts.env,
+  });
+  runtime.announceStart();
+  return new NodensServer(runtime);
+}
