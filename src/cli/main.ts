@@ -42,7 +42,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const flag = (n: string): string => parsed.values.get(n) ?? '';
-  if (parsed.rest.length > 0) fatalStartup(`extra command line arguments: [${parsed.rest.join(' ')}]`);
+  // Go's logger still has its default timestamp at this point, so CoreDNS prints one here.
+  if (parsed.rest.length > 0) fatalStartup(`${goLogTime()} extra command line arguments: [${parsed.rest.join(' ')}]`);
 
   const registry = createRegistry();
   if (flag('version') === 'true') {
@@ -83,6 +84,13 @@ export async function main(argv: string[]): Promise<void> {
   if (!quiet) out(versionLines().join('\n') + '\n');
 
   installSignals(runtime, flag('conf'), port, pidfile);
+}
+
+/** `2006/01/02 15:04:05` in local time, Go's default log prefix. */
+function goLogTime(): string {
+  const d = new Date();
+  const p = (n: number): string => String(n).padStart(2, '0');
+  return `${d.getFullYear()}/${p(d.getMonth() + 1)}/${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
 }
 
 function removePidfile(pidfile: string): void {
