@@ -76,8 +76,10 @@ function parseArgs(argv: string[]): Args {
 
 async function main(): Promise<number> {
   const args = parseArgs(process.argv.slice(2));
-  const reference = args.reference ?? referenceBinary();
-  let subject = args.subject ?? process.env.NODENS_SUBJECT ?? nodensBinary();
+  // absolute paths: the servers run with the case folder as cwd
+  const abs = (p: string | undefined) => (p && p.includes('/') ? path.resolve(p) : p);
+  const reference = abs(args.reference) ?? referenceBinary();
+  let subject = abs(args.subject ?? process.env.NODENS_SUBJECT) ?? nodensBinary();
   if (!subject) {
     subject = reference;
     console.log('WARNING: bin/nodens does not exist yet; the subject is the reference CoreDNS itself (harness self-check).');

@@ -29,9 +29,10 @@ export function queryUdp(host: string, port: number, msg: Buffer, timeoutMs = 20
       if (b.length >= 2 && msg.length >= 2 && b.readUInt16BE(0) !== msg.readUInt16BE(0)) return;
       finish({ bytes: b });
     });
+    // A connected socket, so that an ICMP port-unreachable (nothing listening yet) ends the wait at once.
     sock.bind(0, host.includes(':') ? '::1' : '127.0.0.1', () => {
       localPort = sock.address().port;
-      sock.send(msg, port, host);
+      sock.connect(port, host, () => sock.send(msg));
     });
   });
 }

@@ -67,10 +67,25 @@ export interface StartOptions {
 }
 
 export async function startServer(o: StartOptions): Promise<Running> {
-  const port = o.port ?? await freePort();
+  return spawnServer(o, await portFor(o));
+}
+
+async function portFor(o: StartOptions): Promise<number> {
+  return o.port ?? await freePort();
+}
+
+/** Like startServer, for any command line (argv given whole, e.g. unbound's). */
+export function spawnArgv(name: string, argv: string[], cwd: string, port: number, env?: Record<string, string>): Running {
+  return wrap(name, port, spawn(argv[0], argv.slice(1), { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
+}
+
+function spawnServer(o: StartOptions, port: number): Running {
   const argv = [...(o.prefix ?? []), o.command, ...(o.args ?? []), '-conf', o.conf, '-dns.port', String(port)];
   if (o.quiet !== false) argv.push('-quiet');
-  const proc = spawn(argv[0], argv.slice(1), { cwd: o.cwd, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnArgv(o.name, argv, o.cwd, port, o.env);
+}
+
+function wrap(name: string, port: number, proc: ChildProcess): Running {
   let out = '';
   const keep = (d: Buffer) => {
     out += d.toString();
@@ -91,7 +106,7 @@ export async function startServer(o: StartOptions): Promise<Running> {
     });
   });
   return {
-    name: o.name,
+    name,
     port,
     proc,
     output: () => out,
@@ -107,8 +122,7 @@ export async function startServer(o: StartOptions): Promise<Running> {
 }
 
 /** Waits until the server answers a UDP query (any reply counts) or exits; returns ms waited or throws. */
-export async function waitReady(s: Running, probe = '. SOA', timeoutMs = 20000): Promise<number> {
-  const t0 = performance.now();
+export async function waitReady(s: Running, probe = '. SOA', timeoutMs = 20000, pollMs = 25, t0 = performance.now()): Promise<number> {
   const q = parseQueryLine(probe);
   let id = 1;
   while (performance.now() - t0 < timeoutMs) {
@@ -116,7 +130,7 @@ export async function waitReady(s: Running, probe = '. SOA', timeoutMs = 20000):
     if (ex) throw new Error(`${s.name} exited (code ${ex.code}, signal ${ex.signal}) before answering:\n${s.output()}`);
     const r = await queryUdp('127.0.0.1', s.port, encodeQuery(q, id++), 200);
     if (r.bytes) return performance.now() - t0;
-    await new Promise((res) => setTimeout(res, 25));
+    await new Promise((res) => setTimeout(res, pollMs));
   }
   throw new Error(`${s.name} did not answer within ${timeoutMs} ms:\n${s.output()}`);
 }

@@ -1,0 +1,561 @@
+// Load benchmark: nodens vs CoreDNS (pinned reference) vs unbound (native reference), same query files, dnsperf.
+//
+//   npm run bench                 full run (~20 s per server and scenario), writes docs/benchmarks.md
+//   npm run bench -- --smoke      a few seconds per run (CI); prints the table, writes nothing
+//   options: --duration S  --servers nodens,coredns,unbound  --scenarios hosts,cache-hit,...  --write FILE  --no-write
+//
+// The server under test runs on core 0 (`taskset -c 0`), dnsperf and the shared upstream (an unbound answering
+// every name of a few redirect zones) on core 1. p99 comes from dnsperf -v, which prints each query's latency.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady, type Running } from '../test/conformance/lib/servers.ts';
+
+type ServerName = 'nodens' | 'coredns' | 'unbound';
+const ALL_SERVERS: ServerName[] = ['nodens', 'coredns', 'unbound'];
+
+interface Opts {
+  smoke: boolean;
+  duration: number;
+  servers: ServerName[];
+  scenarios: string[] | undefined;
+  write: string | undefined;
+}
+
+function parseArgs(argv: string[]): Opts {
+  const o: Opts = { smoke: false, duration: 20, servers: ALL_SERVERS, scenarios: undefined, write: path.join(REPO, 'docs/benchmarks.md') };
+  let durationSet = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--smoke') o.smoke = true;
+    else if (a === '--duration') { o.duration = Number(argv[++i]); durationSet = true; }
+    else if (a === '--servers') o.servers = argv[++i].split(',') as ServerName[];
+    else if (a === '--scenarios') o.scenarios = argv[++i].split(',');
+    else if (a === '--write') o.write = path.resolve(argv[++i]);
+    else if (a === '--no-write') o.write = undefined;
+    else throw new Error(`unknown flag ${a}`);
+  }
+  if (o.smoke) {
+    if (!durationSet) o.duration = 3;
+    if (!argv.includes('--write')) o.write = undefined;
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// scenarios
+
+interface Ctx {
+  upstreamPort: number;
+  smoke: boolean;
+}
+
+interface Scenario {
+  name: string;
+  description: string;
+  /** hook only: a reason why it cannot run yet */
+  unavailable?: string;
+  corefile(c: Ctx): string;
+  unboundServer(c: Ctx): string;
+  /** query file lines (dnsperf format) */
+  queries(c: Ctx): string[];
+  probe: string;
+  /** run through the file once only (unique names) */
+  once?: boolean;
+  /** a pass before the measured run, to fill caches */
+  warm?: boolean;
+}
+
+const HOSTS_N = 300;
+
+const scenarios: Scenario[] = [
+  {
+    name: 'hosts',
+    description: `local answers: hosts plugin with ${HOSTS_N} names (unbound: local-data), A queries for all of them`,
+    corefile: () => 'bench.test {\n    hosts hosts.txt\n}\n',
+    unboundServer: () => Array.from({ length: HOSTS_N }, (_, i) => `    local-data: "h${i}.bench.test. 3600 IN A 10.0.${i >> 8}.${i & 255}"`)
+      .join('\n').replace(/^/, '    local-zone: "bench.test." static\n'),
+    queries: () => Array.from({ length: HOSTS_N }, (_, i) => `h${i}.bench.test A`),
+    probe: 'h0.bench.test. A',
+  },
+  {
+    name: 'cache-hit',
+    description: 'cache + forward to a local upstream; 50 names queried over and over, so (after a warm-up pass) all hit',
+    corefile: (c) => `. {\n    cache 3600\n    forward . 127.0.0.1:${c.upstreamPort}\n}\n`,
+    unboundServer: forwarder,
+    queries: () => Array.from({ length: 50 }, (_, i) => `n${i}.hit.test A`),
+    probe: 'probe.hit.test. A',
+    warm: true,
+  },
+  {
+    name: 'cache-miss',
+    description: 'cache + forward to a local upstream; every query a new name (one pass through a file of unique names)',
+    corefile: (c) => `. {\n    cache 3600\n    forward . 127.0.0.1:${c.upstreamPort}\n}\n`,
+    unboundServer: forwarder,
+    queries: (c) => Array.from({ length: c.smoke ? 200_000 : 2_000_000 }, (_, i) => `u${i}.miss.test A`),
+    probe: 'probe.miss.test. A',
+    once: true,
+  },
+  {
+    name: 'kubernetes',
+    description: 'kubernetes plugin answering service names (hook: needs a fake API server fixture)',
+    unavailable: 'hook only: no Kubernetes API fixture yet',
+    corefile: () => 'cluster.local {\n    kubernetes\n}\n',
+    unboundServer: () => '',
+    queries: () => [],
+    probe: 'kubernetes.default.svc.cluster.local. A',
+  },
+];
+
+function forwarder(c: Ctx): string {
+  // unbound answers the special-use name test. itself (RFC 6761) unless told not to
+  return `    local-zone: "test." nodefault\n    do-not-query-localhost: no\n    msg-cache-size: 256m\n    rrset-cache-size: 512m\n    qname-minimisation: no\n` +
+    `forward-zone:\n    name: "."\n    forward-addr: 127.0.0.1@${c.upstreamPort}\n`;
+}
+
+function hostsFile(): string {
+  return Array.from({ length: HOSTS_N }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n';
+}
+
+function unboundConf(dir: string, port: number, body: string): string {
+  return `server:
+    interface: 127.0.0.1
+    port: ${port}
+    do-ip6: no
+    do-daemonize: no
+    username: ""
+    chroot: ""
+    directory: "${dir}"
+    pidfile: "${dir}/unbound.pid"
+    use-syslog: no
+    logfile: ""
+    verbosity: 0
+    num-threads: 1
+    so-reuseport: no
+    access-control: 127.0.0.0/8 allow
+    module-config: "iterator"
+    prefetch: no
+    ip-ratelimit: 0
+    ratelimit: 0
+${body}
+remote-control:
+    control-enable: no
+`;
+}
+
+const UPSTREAM_ZONES = ['hit.test', 'miss.test', 'fill.test'];
+
+function upstreamBody(): string {
+  return UPSTREAM_ZONES.map((z) => `    local-zone: "${z}." redirect\n    local-data: "${z}. 3600 IN A 10.9.9.9"`).join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// process measurements
+
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const st = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(d));
+      children.set(ppid, list);
+    } catch { /* gone */ }
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) out.push(...(children.get(out[i]) ?? []));
+  return out;
+}
+
+/** utime+stime of the process and its descendants, in seconds */
+function cpuSeconds(pid: number): number {
+  let ticks = 0;
+  for (const p of descendants(pid)) {
+    try {
+      const st = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch { /* gone */ }
+  }
+  return ticks / CLK_TCK;
+}
+
+/** a /proc/<pid>/status field in MiB, summed over the process and its descendants */
+function statusMiB(pid: number, field: 'VmHWM' | 'VmRSS'): number {
+  let kb = 0;
+  for (const p of descendants(pid)) {
+    try {
+      const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p}/status`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch { /* gone */ }
+  }
+  return kb / 1024;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------------------------
+// dnsperf
+
+interface PerfResult {
+  sent: number;
+  completed: number;
+  lost: number;
+  qps: number;
+  avgMs: number;
+  p99Ms: number;
+  noerrorPct: number;
+  rcodes: string;
+  command: string;
+}
+
+function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string): PerfResult {
+  const args = ['-c', '1', 'dnsperf', '-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds),
+    '-n', String(passes), '-c', '4', '-q', '100', '-t', '2', '-v'];
+  const command = `taskset ${args.join(' ')}`;
+  const r = spawnSync('taskset', args, { encoding: 'utf8', maxBuffer: 1024 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
+  writeFileSync(outFile, r.stdout ?? '');
+  if (r.status !== 0) throw new Error(`dnsperf failed (${r.status}): ${r.stderr}\n${(r.stdout ?? '').slice(-2000)}`);
+  const out = r.stdout;
+  const num = (re: RegExp) => {
+    const m = re.exec(out);
+    return m ? Number(m[1]) : NaN;
+  };
+  const lat: number[] = [];
+  let start = 0;
+  while (start < out.length) {
+    let end = out.indexOf('\n', start);
+    if (end < 0) end = out.length;
+    if (out.charCodeAt(start) === 62 /* > */) {
+      const sp = out.lastIndexOf(' ', end);
+      const v = Number(out.slice(sp + 1, end));
+      if (!Number.isNaN(v)) lat.push(v);
+    }
+    start = end + 1;
+  }
+  const f64 = Float64Array.from(lat).sort();
+  const p99 = f64.length ? f64[Math.min(f64.length - 1, Math.ceil(f64.length * 0.99) - 1)] * 1000 : NaN;
+  const completed = num(/Queries completed:\s+(\d+)/);
+  const rcodes = (/Response codes:\s+(.*)/.exec(out)?.[1] ?? '').trim();
+  const noerr = /NOERROR (\d+)/.exec(rcodes);
+  return {
+    sent: num(/Queries sent:\s+(\d+)/),
+    completed,
+    lost: num(/Queries lost:\s+(\d+)/),
+    qps: num(/Queries per second:\s+([\d.]+)/),
+    avgMs: num(/Average Latency \(s\):\s+([\d.]+)/) * 1000,
+    p99Ms: p99,
+    noerrorPct: noerr && completed ? (100 * Number(noerr[1])) / completed : 0,
+    rcodes,
+    command,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// running one server in one scenario
+
+interface Row {
+  scenario: string;
+  server: ServerName;
+  status: string; // 'ok' or why not
+  perf?: PerfResult;
+  startupMs?: number;
+  idleMiB?: number;
+  peakMiB?: number;
+  cpuPer100k?: number;
+  serverCommand?: string;
+}
+
+interface Started {
+  proc: Running;
+  command: string;
+  startupMs: number;
+}
+
+async function startFor(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins): Promise<Started> {
+  const port = await freePort();
+  let argv: string[];
+  if (server === 'unbound') {
+    writeFileSync(path.join(dir, 'unbound.conf'), unboundConf(dir, port, unboundBody));
+    argv = ['taskset', '-c', '0', 'unbound', '-d', '-c', path.join(dir, 'unbound.conf')];
+  } else {
+    writeFileSync(path.join(dir, 'Corefile'), corefile);
+    const bin = server === 'nodens' ? bins.nodens! : bins.coredns;
+    argv = ['taskset', '-c', '0', bin, '-conf', path.join(dir, 'Corefile'), '-dns.port', String(port), '-quiet'];
+  }
+  const t0 = performance.now();
+  const proc = spawnArgv(server, argv, dir, port);
+  try {
+    const startupMs = await waitReady(proc, probe, 30000, 2, t0);
+    return { proc, command: argv.join(' '), startupMs };
+  } catch (e) {
+    await proc.stop();
+    throw e;
+  }
+}
+
+function notImplemented(output: string): boolean {
+  return /unknown directive|not implemented|no such plugin|unknown plugin|not (a )?known|unsupported/i.test(output);
+}
+
+async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: string, bins: Bins): Promise<Row> {
+  const row: Row = { scenario: s.name, server, status: 'ok' };
+  if (s.unavailable) return { ...row, status: `n/a (${s.unavailable})` };
+  if (server === 'nodens' && !bins.nodens) return { ...row, status: 'n/a (bin/nodens missing)' };
+  const dir = path.join(tmp, `${s.name}-${server}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'hosts.txt'), hostsFile());
+  const qfile = path.join(tmp, `${s.name}.queries`);
+  if (!existsSync(qfile)) writeFileSync(qfile, s.queries(ctx).join('\n') + '\n');
+  let st: Started;
+  try {
+    st = await startFor(server, dir, s.corefile(ctx), s.unboundServer(ctx), s.probe, bins);
+  } catch (e) {
+    const msg = (e as Error).message;
+    if (server === 'nodens' && notImplemented(msg)) return { ...row, status: 'n/a (plugin not implemented)' };
+    const first = msg.split('\n').filter((l) => l.trim()).slice(0, 4).join(' / ');
+    return { ...row, status: `failed to start: ${first.slice(0, 300)}` };
+  }
+  row.serverCommand = st.command;
+  row.startupMs = st.startupMs;
+  try {
+    await sleep(1000);
+    const pid = st.proc.proc.pid!;
+    row.idleMiB = statusMiB(pid, 'VmRSS');
+    if (s.warm) dnsperf(st.proc.port, qfile, 5, 1, path.join(dir, 'warm.out'));
+    const c0 = cpuSeconds(pid);
+    const lines = s.queries(ctx).length;
+    const maxQueries = o.smoke ? 1_000_000 : 20_000_000;
+    const passes = s.once ? 1 : Math.max(1, Math.ceil(maxQueries / lines));
+    const perf = dnsperf(st.proc.port, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'));
+    const c1 = cpuSeconds(pid);
+    row.perf = perf;
+    row.peakMiB = statusMiB(pid, 'VmHWM');
+    row.cpuPer100k = perf.completed ? ((c1 - c0) / perf.completed) * 100_000 : NaN;
+    if (st.proc.exited()) row.status = `exited during the run: ${st.proc.output().slice(-300)}`;
+  } catch (e) {
+    row.status = `error: ${(e as Error).message.split('\n')[0]}`;
+  } finally {
+    await st.proc.stop();
+  }
+  return row;
+}
+
+/** RSS after 100k distinct names went through cache + forward (one pass, no time pressure). */
+async function cacheFill(server: ServerName, ctx: Ctx, tmp: string, bins: Bins, n: number): Promise<string> {
+  if (server === 'nodens' && !bins.nodens) return 'n/a (bin/nodens missing)';
+  const dir = path.join(tmp, `cache-fill-${server}`);
+  mkdirSync(dir, { recursive: true });
+  const qfile = path.join(tmp, 'cache-fill.queries');
+  if (!existsSync(qfile)) writeFileSync(qfile, Array.from({ length: n }, (_, i) => `f${i}.fill.test A`).join('\n') + '\n');
+  const corefile = `. {\n    cache 3600 {\n        success ${2 * n}\n        denial 1000\n    }\n    forward . 127.0.0.1:${ctx.upstreamPort}\n}\n`;
+  let st: Started;
+  try {
+    st = await startFor(server, dir, corefile, forwarder(ctx), 'probe.fill.test. A', bins);
+  } catch (e) {
+    const msg = (e as Error).message;
+    if (server === 'nodens' && notImplemented(msg)) return 'n/a (plugin not implemented)';
+    return `failed to start: ${msg.split('\n')[0]}`;
+  }
+  try {
+    const pid = st.proc.proc.pid!;
+    const before = statusMiB(pid, 'VmRSS');
+    const perf = dnsperf(st.proc.port, qfile, 120, 1, path.join(dir, 'dnsperf.out'));
+    await sleep(500);
+    const after = statusMiB(pid, 'VmRSS');
+    return `${after.toFixed(1)} MiB (idle ${before.toFixed(1)} MiB; ${perf.completed} of ${n} answered, ${perf.noerrorPct.toFixed(1)}% NOERROR)`;
+  } catch (e) {
+    return `error: ${(e as Error).message.split('\n')[0]}`;
+  } finally {
+    await st.proc.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// report
+
+interface Bins { nodens: string | undefined; coredns: string }
+
+function sh(cmd: string, args: string[]): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  } catch (e) {
+    const r = e as { stdout?: string; stderr?: string };
+    return `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+  }
+}
+
+function machine(bins: Bins): string[] {
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
+  return [
+    `- date: ${new Date().toISOString()}`,
+    `- CPUs: ${sh('nproc', [])} × ${cpu}`,
+    `- kernel: ${sh('uname', ['-srm'])}`,
+    `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    `- Node: ${process.version} (nodens runs on the project's Node 24)`,
+    `- Go: ${sh('go', ['version'])}`,
+    `- CoreDNS: ${sh(bins.coredns, ['-version']).split('\n')[0]} (${bins.coredns.replace(REPO + '/', '')}, built by scripts/coredns-reference.sh)`,
+    `- unbound: ${sh('unbound', ['-V']).split('\n')[0]}`,
+    `- dnsperf: ${sh('dnsperf', ['-h']).split('\n').find((l) => l.startsWith('Version')) ?? '?'}`,
+  ];
+}
+
+const fmt = (v: number | undefined, d = 1) => (v === undefined || Number.isNaN(v) ? '–' : v.toFixed(d));
+
+function table(rows: Row[]): string[] {
+  const out = [
+    '| scenario | server | QPS | avg latency ms | p99 latency ms | lost | NOERROR % | peak RSS MiB | CPU s / 100k q | startup ms | idle RSS MiB |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows) {
+    if (!r.perf || r.status !== 'ok') {
+      out.push(`| ${r.scenario} | ${r.server} | ${r.status} | | | | | | | | |`);
+      continue;
+    }
+    const p = r.perf;
+    out.push(`| ${r.scenario} | ${r.server} | ${fmt(p.qps, 0)} | ${fmt(p.avgMs, 3)} | ${fmt(p.p99Ms, 3)} | ${p.lost} | ${fmt(p.noerrorPct, 1)} | ${fmt(r.peakMiB)} | ${fmt(r.cpuPer100k, 2)} | ${fmt(r.startupMs, 0)} | ${fmt(r.idleMiB)} |`);
+  }
+  return out;
+}
+
+function ratios(rows: Row[]): string[] {
+  const out = [
+    '| scenario | QPS | p99 latency | peak RSS | CPU / query |',
+    '| --- | ---: | ---: | ---: | ---: |',
+  ];
+  const scen = [...new Set(rows.map((r) => r.scenario))];
+  for (const s of scen) {
+    const n = rows.find((r) => r.scenario === s && r.server === 'nodens');
+    const c = rows.find((r) => r.scenario === s && r.server === 'coredns');
+    if (!n?.perf || !c?.perf || n.status !== 'ok' || c.status !== 'ok') {
+      out.push(`| ${s} | ${n && n.status !== 'ok' ? n.status : c && c.status !== 'ok' ? `CoreDNS: ${c.status}` : 'n/a'} | | | |`);
+      continue;
+    }
+    const q = (a: number | undefined, b: number | undefined) => (a && b ? `${(a / b).toFixed(2)}×` : '–');
+    out.push(`| ${s} | ${q(n.perf.qps, c.perf.qps)} | ${q(n.perf.p99Ms, c.perf.p99Ms)} | ${q(n.peakMiB, c.peakMiB)} | ${q(n.cpuPer100k, c.cpuPer100k)} |`);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const o = parseArgs(process.argv.slice(2));
+  for (const tool of ['dnsperf', 'unbound', 'taskset']) {
+    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) {
+      console.error(`bench: ${tool} is not installed (apt-get install -y dnsperf unbound util-linux)`);
+      return 1;
+    }
+  }
+  const bins: Bins = { nodens: o.servers.includes('nodens') ? nodensBinary() : undefined, coredns: referenceBinary() };
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodens-bench-'));
+  const upstreamPort = await freePort();
+  writeFileSync(path.join(tmp, 'upstream.conf'), unboundConf(tmp, upstreamPort, upstreamBody()));
+  const upArgv = ['taskset', '-c', '1', 'unbound', '-d', '-c', path.join(tmp, 'upstream.conf')];
+  const upstream = spawnArgv('upstream', upArgv, tmp, upstreamPort);
+  const rows: Row[] = [];
+  let fill: Partial<Record<ServerName, string>> = {};
+  const ctx: Ctx = { upstreamPort, smoke: o.smoke };
+  let bad = false;
+  try {
+    await waitReady(upstream, 'x.hit.test. A', 15000);
+    console.log(`bench: ${o.smoke ? 'smoke' : 'full'} run, ${o.duration} s per server and scenario; tmp ${tmp}`);
+    for (const s of scenarios) {
+      if (o.scenarios && !o.scenarios.includes(s.name)) continue;
+      for (const server of o.servers) {
+        process.stdout.write(`  ${s.name} / ${server} ... `);
+        const r = await runOne(s, server, ctx, o, tmp, bins);
+        rows.push(r);
+        console.log(r.status === 'ok' && r.perf
+          ? `${r.perf.qps.toFixed(0)} qps, avg ${r.perf.avgMs.toFixed(3)} ms, p99 ${r.perf.p99Ms.toFixed(3)} ms, lost ${r.perf.lost}, ${r.perf.rcodes}`
+          : r.status);
+        if (server !== 'nodens' && r.status !== 'ok' && !s.unavailable) bad = true;
+      }
+    }
+    if (!o.scenarios || o.scenarios.includes('cache-fill')) {
+      const n = o.smoke ? 20_000 : 100_000;
+      for (const server of o.servers) {
+        process.stdout.write(`  cache-fill ${n} / ${server} ... `);
+        fill[server] = await cacheFill(server, ctx, tmp, bins, n);
+        console.log(fill[server]);
+      }
+    }
+  } finally {
+    await upstream.stop();
+  }
+
+  const fillN = o.smoke ? '20k' : '100k';
+  const doc = [
+    '# Benchmarks',
+    '',
+    `Generated by \`npm run bench${o.smoke ? ' -- --smoke' : ''}\` (bench/run.ts). Do not edit by hand; re-run instead.`,
+    '',
+    '## Machine',
+    '',
+    ...machine(bins),
+    '',
+    '## Method',
+    '',
+    '- Each server runs alone, pinned to core 0 (`taskset -c 0`); dnsperf and the shared upstream (one unbound thread',
+    '  answering every name under `hit.test`, `miss.test`, `fill.test` from `redirect` local zones) are pinned to core 1.',
+    `- dnsperf: 4 clients, 100 outstanding queries, timeout 2 s, time limit ${o.duration} s per run (\`-l\`), and a count limit`,
+    '  (`-n` passes through the query file; one pass for unique names). unbound runs with `num-threads: 1`.',
+    '- QPS, average latency and lost queries are dnsperf\'s own figures. **p99** is computed from dnsperf `-v`, which prints',
+    '  every response\'s latency (this dnsperf has no histogram option); `-v` costs dnsperf a little time per query.',
+    '- peak RSS is `VmHWM` from /proc/<pid>/status at the end of the run; CPU is the utime+stime delta of',
+    '  /proc/<pid>/stat over the measured run (warm-up excluded), per 100k completed queries. Both include child processes.',
+    '- startup is the time from spawning the process to its first answer (UDP probe every 2 ms); idle RSS is `VmRSS` 1 s after that.',
+    '',
+    '## Scenarios',
+    '',
+    ...scenarios.map((s) => `- **${s.name}**: ${s.description}`),
+    '',
+    '## Results',
+    '',
+    ...table(rows),
+    '',
+    '### nodens / CoreDNS',
+    '',
+    ...ratios(rows),
+    '',
+    `### RSS with ${fillN} cached entries`,
+    '',
+    `cache (capacity 2×${fillN}) + forward, after one pass of ${fillN} distinct names:`,
+    '',
+    '| server | RSS |',
+    '| --- | --- |',
+    ...Object.entries(fill).map(([k, v]) => `| ${k} | ${v} |`),
+    '',
+    '## Commands',
+    '',
+    '```',
+    `# upstream`,
+    upArgv.join(' ').replace(tmp, '$TMP'),
+    ...rows.filter((r) => r.serverCommand).flatMap((r) => [
+      `# ${r.scenario} / ${r.server}`,
+      (r.serverCommand ?? '').replaceAll(tmp, '$TMP'),
+      (r.perf?.command ?? '').replaceAll(tmp, '$TMP'),
+    ]),
+    '```',
+    '',
+  ];
+  const text = doc.join('\n');
+  console.log(`\n${[...table(rows), '', ...ratios(rows)].join('\n')}`);
+  if (o.write) {
+    writeFileSync(o.write, text);
+    console.log(`\nwrote ${o.write}`);
+  }
+  rmSync(tmp, { recursive: true, force: true });
+  if (bad) console.log('\nbench: a reference server (CoreDNS or unbound) failed: the harness is broken');
+  return bad ? 1 : 0;
+}
+
+main().then((c) => { process.exitCode = c; }, (e) => {
+  console.error(e);
+  process.exitCode = 1;
+});
