@@ -81,6 +81,6 @@ export async function startServer(opts: StartOptions): Promise<NodensServer> {
     registry: createRegistry(opts.plugins),
     env: opts.env,
   });
-  runtime.announceStart();
+  await runtime.announceStart();
   return new NodensServer(runtime);
 }

@@ -67,7 +67,10 @@ export async function main(argv: string[]): Promise<void> {
 
   let runtime: Runtime;
   try {
-    runtime = await Runtime.start({ corefile: input.contents, file: input.file, defaultPort: port, registry });
+    runtime = await Runtime.start({
+      corefile: input.contents, file: input.file, defaultPort: port, registry,
+      source: () => loadCorefile(flag('conf'), port),
+    });
   } catch (e) {
     fatalStartup(e instanceof Error ? e.message : String(e));
   }
@@ -80,7 +83,7 @@ export async function main(argv: string[]): Promise<void> {
       log.error(`Could not write pidfile: ${(e as Error).message}`);
     }
   }
-  runtime.announceStart();
+  await runtime.announceStart();
   if (!quiet) out(versionLines().join('\n') + '\n');
 
   installSignals(runtime, flag('conf'), port, pidfile);

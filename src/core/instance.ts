@@ -4,7 +4,8 @@
 // builds a new instance and hands the listeners over to it.
 
 import type {
-  BlockConfig, Handler, InstanceServices, LifecycleHook, PluginFactory, Readiness, SetupContext,
+  BlockConfig, Handler, InstanceServices, LifecycleHook, PluginFactory, Readiness, ReloadControl,
+  ServeObservers, SetupContext,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, type ZoneAddr } from '../corefile/address.ts';
@@ -26,6 +27,7 @@ export interface InstanceOptions {
   defaultPort: string;
   registry: PluginRegistry;
   env?: Record<string, string | undefined>;
+  reloadControl?: ReloadControl;
 }
 
 /** Thrown for configuration problems; the message is what CoreDNS prints. */
@@ -45,6 +47,7 @@ class Block implements BlockConfig {
   debug = false;
   stacktrace = false;
   readonly pluginNames: string[] = [];
+  readonly handlers: Handler[] = [];
   readonly file: string;
   readonly line: number;
   readonly addrs: ZoneAddr[];
@@ -65,6 +68,7 @@ class Block implements BlockConfig {
 }
 
 interface Hooks {
+  instanceStartup: LifecycleHook[];
   startup: LifecycleHook[];
   shutdown: LifecycleHook[];
   finalShutdown: LifecycleHook[];
@@ -75,17 +79,19 @@ interface Hooks {
 export class Instance implements InstanceServices {
   readonly corefilePath: string;
   readonly serverBlocks: ServerBlock[];
+  reloadControl: ReloadControl | undefined;
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
   private readonly hostsOf = new Map<string, { host: string; port: string; transport: string }>();
   private readonly listenersByAddr = new Map<string, DnsListener>();
-  private readonly hooks: Hooks = { startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
+  private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
   private readonly sharedValues = new Map<string, unknown>();
   readonly readiness = new Map<string, Readiness>();
 
-  private constructor(file: string, blocks: ServerBlock[]) {
+  private constructor(file: string, blocks: ServerBlock[], reloadControl: ReloadControl | undefined) {
     this.corefilePath = file;
     this.serverBlocks = blocks;
+    this.reloadControl = reloadControl;
   }
 
   /** Parse and set up, without opening sockets or running startup hooks. */
@@ -104,7 +110,7 @@ export class Instance implements InstanceServices {
       file = d.file;
       serverBlocks = parseCorefile(d.contents, d.file, parseOpts);
     }
-    const inst = new Instance(file, serverBlocks);
+    const inst = new Instance(file, serverBlocks, opts.reloadControl);
     for (const sb of serverBlocks) {
       const addrs: ZoneAddr[] = [];
       for (const key of sb.keys) addrs.push(...parseKey(key.text, opts.defaultPort));
@@ -136,9 +142,10 @@ export class Instance implements InstanceServices {
       let next: Handler | undefined;
       for (let i = block.factories.length - 1; i >= 0; i--) next = block.factories[i]!(next);
       block.chain = next;
-      const names: string[] = [];
-      for (let h = block.chain; h !== undefined; h = nextOf(h)) names.push(h.name);
-      block.pluginNames.push(...names);
+      for (let h = block.chain; h !== undefined; h = nextOf(h)) {
+        block.handlers.push(h);
+        block.pluginNames.push(h.name);
+      }
     }
   }
 
@@ -155,6 +162,7 @@ export class Instance implements InstanceServices {
       onFinalShutdown: (fn) => { hooks.finalShutdown.push(fn); },
       onRestart: (fn) => { hooks.restart.push(fn); },
       onRestartFailed: (fn) => { hooks.restartFailed.push(fn); },
+      onInstanceStartup: (fn) => { hooks.instanceStartup.push(fn); },
     };
   }
 
@@ -213,11 +221,10 @@ export class Instance implements InstanceServices {
     return this.sharedValues.get(key) as T;
   }
 
-  /** Observe server-written replies and recovered panics (the prometheus plugin sets these). */
-  setServeObservers(obs: Pick<ServeTable, 'onPanic' | 'onDropped'>): void {
+  observeServing(obs: ServeObservers): void {
     for (const t of this.tables.values()) {
-      t.onPanic = obs.onPanic;
-      t.onDropped = obs.onDropped;
+      if (obs.onPanic) t.onPanic = obs.onPanic;
+      if (obs.onDropped) t.onDropped = obs.onDropped;
     }
   }
 
@@ -270,7 +277,6 @@ export class Instance implements InstanceServices {
   /** The listeners, with the port each actually bound (useful with port 0). */
   listeners(): DnsListener[] { return [...this.listenersByAddr.values()]; }
 
-  /** Block configs in Corefile order (read-only use: doctor, metrics). */
   blockConfigs(): BlockConfig[] { return this.blocks; }
 
   /** CoreDNS's startup banner lines for the zones (not the version lines). */

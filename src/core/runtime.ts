@@ -4,6 +4,7 @@
 
 import { Instance, StartupError } from './instance.ts';
 import type { PluginRegistry } from './registry.ts';
+import type { ReloadControl } from '../plugin/plugin.ts';
 import { log } from './log.ts';
 
 export interface RuntimeOptions {
@@ -12,6 +13,11 @@ export interface RuntimeOptions {
   defaultPort: string;
   registry: PluginRegistry;
   env?: Record<string, string | undefined>;
+  /**
+   * Re-reads the Corefile for reloads (the CLI: -conf, ./Corefile or the default).
+   * Without it, a reload request re-reads the text last loaded.
+   */
+  source?: () => { contents: string; file: string };
 }
 
 /** Fired after every successful start or reload (caddy's instance-startup event). */
@@ -19,28 +25,38 @@ export type StartedListener = (inst: Instance, reload: boolean) => void;
 
 export class Runtime {
   private current: Instance;
-  private readonly opts: RuntimeOptions;
+  private readonly opts: RuntimeOptions & { reloadControl: ReloadControl };
   private readonly startedListeners: StartedListener[] = [];
   private reloading: Promise<unknown> = Promise.resolve();
 
-  private constructor(inst: Instance, opts: RuntimeOptions) {
+  private constructor(inst: Instance, opts: RuntimeOptions & { reloadControl: ReloadControl }) {
     this.current = inst;
     this.opts = opts;
   }
 
   /** Parse, set up, run startup hooks and open every listener. Throws StartupError and listen errors. */
   static async start(opts: RuntimeOptions): Promise<Runtime> {
-    const inst = await Instance.create(opts);
+    let runtime: Runtime | undefined;
+    const reloadControl: ReloadControl = {
+      readCorefile: () => opts.source?.() ?? { contents: opts.corefile, file: opts.file },
+      reload: (contents, file) => {
+        if (runtime === undefined) return Promise.resolve(new Error('not started'));
+        return runtime.reload(contents, file);
+      },
+    };
+    const inst = await Instance.create({ ...opts, reloadControl });
     await inst.start();
-    return new Runtime(inst, opts);
+    runtime = new Runtime(inst, { ...opts, reloadControl });
+    return runtime;
   }
 
   get instance(): Instance { return this.current; }
 
   onStarted(fn: StartedListener): void { this.startedListeners.push(fn); }
 
-  /** Tell listeners about the first start (the CLI calls it after printing the banner). */
-  announceStart(): void {
+  /** The instance-startup event of the first start (the CLI calls it after the banner's zone lines). */
+  async announceStart(): Promise<void> {
+    await this.current.runHooks('instanceStartup');
     for (const fn of this.startedListeners) fn(this.current, false);
   }
 
@@ -77,6 +93,7 @@ export class Runtime {
     this.opts.file = file;
     await old.closeListeners(next);
     await old.runHooks('shutdown');
+    await next.runHooks('instanceStartup');
     for (const fn of this.startedListeners) fn(next, true);
     log.info('Reloading complete');
     return undefined;

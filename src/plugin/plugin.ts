@@ -10,6 +10,7 @@
 
 import type { Message } from '../wire/types.ts';
 import type { Dispenser } from '../corefile/dispenser.ts';
+import type { ServerBlock } from '../corefile/parser.ts';
 import type { Request } from '../core/request.ts';
 
 export type { Request };
@@ -78,6 +79,8 @@ export interface BlockConfig {
   stacktrace: boolean;
   /** Names of the plugins of this block in chain order (filled after setup). */
   readonly pluginNames: string[];
+  /** The block's handlers in chain order (filled after setup; read them in startup hooks). */
+  readonly handlers: Handler[];
   /** The file the block came from, for diagnostics. */
   readonly file: string;
   /** The line of the block's first key. */
@@ -93,6 +96,21 @@ export interface PluginLogger {
   fatal(msg: string): never;
 }
 
+/** Observers of replies the server writes itself and of recovered exceptions (metrics). */
+export interface ServeObservers {
+  onPanic?: () => void;
+  /** A reply written by the server before or instead of any plugin (zone label `dropped`). */
+  onDropped?: (req: Request, rcode: number, replySize: number) => void;
+}
+
+/** How the reload plugin re-reads the Corefile and swaps configurations. */
+export interface ReloadControl {
+  /** Read the Corefile again through the loader used at start (-conf, ./Corefile or the default). */
+  readCorefile(): { contents: string; file: string };
+  /** Replace the running configuration; resolves to the error when the old one had to stay. */
+  reload(contents: string, file: string): Promise<Error | undefined>;
+}
+
 /** Process-wide services shared by all blocks of one running configuration (one "instance"). */
 export interface InstanceServices {
   /** Register a readiness reporter (ready plugin semantics). */
@@ -101,6 +119,14 @@ export interface InstanceServices {
   shared<T>(key: string, create: () => T): T;
   /** The Corefile's path as given (for messages), e.g. `Corefile`. */
   readonly corefilePath: string;
+  /** The parsed server blocks (imports expanded, env substituted): what the reload hash covers. */
+  readonly serverBlocks: readonly ServerBlock[];
+  /** Every block of this instance, in Corefile order. */
+  blockConfigs(): BlockConfig[];
+  /** Watch replies written by the server itself and recovered exceptions, on every listener. */
+  observeServing(obs: ServeObservers): void;
+  /** Present when the configuration can be reloaded (always, for the CLI). */
+  readonly reloadControl: ReloadControl | undefined;
 }
 
 /** What a plugin's setup receives, once per server block in which the directive appears. */
@@ -122,6 +148,8 @@ export interface SetupContext {
   onRestart(fn: LifecycleHook): void;
   /** Runs on the old instance when a reload failed (CoreDNS OnRestartFailed). */
   onRestartFailed(fn: LifecycleHook): void;
+  /** Runs once the instance serves: after the first start, and after each successful reload. */
+  onInstanceStartup(fn: LifecycleHook): void;
 }
 
 export interface PluginDefinition {
