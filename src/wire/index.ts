@@ -17,3 +17,7 @@ export type { QueryFacts } from './decode.ts';
 export { encodeMessage, messageLength, optLength } from './encode.ts';
 export { encodeWithin } from './truncate.ts';
 export { newMessage, replyTo, newQuery } from './message.ts';
+export {
+  formatRecord, formatRdata, formatQuestion, formatMessage, parseRecord, charString, charStringToText,
+  formatSigTime, toHex,
+} from './text.ts';
