@@ -1,4 +1,25 @@
-// The built-in plugins, registered at their plugin.cfg positions.
-import type { PluginDefinition } from './plugin.ts';
+// The plugins built into nodens. The registry places each by its CoreDNS
+// directive name (plugin.cfg order), so the order of this list does not matter.
 
-export const builtinPlugins: PluginDefinition[] = [];
+import type { PluginDefinition } from './plugin.ts';
+import { plugin as anyPlugin } from './any/setup.ts';
+import { plugin as bind } from './bind/setup.ts';
+import { plugin as chaos } from './chaos/setup.ts';
+import { plugin as debug } from './debug/setup.ts';
+import { plugin as errors } from './errors/setup.ts';
+import { plugin as hosts } from './hosts/setup.ts';
+import { plugin as log } from './log/setup.ts';
+import { plugin as minimal } from './minimal/setup.ts';
+import { plugin as whoami } from './whoami/setup.ts';
+
+export const builtinPlugins: PluginDefinition[] = [
+  anyPlugin,
+  bind,
+  chaos,
+  debug,
+  errors,
+  hosts,
+  log,
+  minimal,
+  whoami,
+];

@@ -1,0 +1,168 @@
+// hosts: answers A, AAAA and PTR queries from a hosts file and inline entries.
+
+import { readFileSync, statSync } from 'node:fs';
+import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import type { ResourceRecord } from '../../wire/types.ts';
+import { replyTo } from '../../wire/message.ts';
+import { reverseToAddress } from '../../wire/name.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { Fall } from '../pkg/fall.ts';
+import { zonesMatches } from '../pkg/zones.ts';
+import { HostsMap, lookupIn, parseHosts, parseHostIP } from './hostsfile.ts';
+import { hostsEntries, hostsReload } from './metrics.ts';
+
+const TYPE_A = 1;
+const TYPE_AAAA = 28;
+const TYPE_PTR = 12;
+const SERVFAIL = 2;
+
+export interface HostsOptions {
+  path: string;
+  origins: string[];
+  ttl: number;
+  autoReverse: boolean;
+  /** Reload interval in milliseconds; 0 disables. */
+  reloadMs: number;
+  fall: Fall;
+  fallthroughUnsupported: boolean;
+  inline: string[];
+}
+
+/** The loaded data: swapped as a whole on reload, read without locking. */
+export class Hostsfile {
+  readonly path: string;
+  readonly origins: string[];
+  readonly autoReverse: boolean;
+  hmap = new HostsMap();
+  inline = new HostsMap();
+  private mtimeNs = -1n;
+  private size = -1n;
+  private readonly log: PluginLogger | undefined;
+
+  constructor(path: string, origins: string[], autoReverse: boolean, inline: string[], log?: PluginLogger) {
+    this.path = path;
+    this.origins = origins;
+    this.autoReverse = autoReverse;
+    this.log = log;
+    if (inline.length > 0) this.inline = parseHosts(inline.join('\n'), origins, autoReverse);
+  }
+
+  /** Re-read the file when its mtime or size changed (CoreDNS readHosts). Missing file: keep what we have. */
+  readHosts(): void {
+    let st;
+    try {
+      st = statSync(this.path, { bigint: true });
+    } catch {
+      return;
+    }
+    if (st.isDirectory()) return;
+    if (st.mtimeNs === this.mtimeNs && st.size === this.size) return;
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch {
+      return;
+    }
+    const m = parseHosts(text, this.origins, this.autoReverse);
+    this.log?.debug(`Parsed hosts file into ${m.length} entries`);
+    this.hmap = m;
+    this.mtimeNs = st.mtimeNs;
+    this.size = st.size;
+    hostsEntries.set(this.path, this.inline.length + m.length);
+    hostsReload.timestampSeconds = Number(st.mtimeNs) / 1e9;
+  }
+
+  lookupV4(host: string): string[] {
+    return concat(lookupIn(this.hmap.name4, this.hmap.wild4, host), lookupIn(this.inline.name4, this.inline.wild4, host));
+  }
+
+  lookupV6(host: string): string[] {
+    return concat(lookupIn(this.hmap.name6, this.hmap.wild6, host), lookupIn(this.inline.name6, this.inline.wild6, host));
+  }
+
+  hasAddress(host: string): boolean {
+    return lookupIn(this.hmap.name4, this.hmap.wild4, host) !== undefined ||
+      lookupIn(this.inline.name4, this.inline.wild4, host) !== undefined ||
+      lookupIn(this.hmap.name6, this.hmap.wild6, host) !== undefined ||
+      lookupIn(this.inline.name6, this.inline.wild6, host) !== undefined;
+  }
+
+  lookupAddr(addr: string | undefined): string[] {
+    if (addr === undefined) return EMPTY;
+    const ip = parseHostIP(addr);
+    if (ip === undefined) return EMPTY;
+    return concat(this.hmap.addr.get(ip.text), this.inline.addr.get(ip.text));
+  }
+}
+
+const EMPTY: string[] = [];
+
+function concat(a: string[] | undefined, b: string[] | undefined): string[] {
+  if (a === undefined) return b ?? EMPTY;
+  if (b === undefined) return a;
+  return a.concat(b);
+}
+
+export class Hosts implements Handler {
+  readonly name = 'hosts';
+  readonly next: Handler | undefined;
+  readonly file: Hostsfile;
+  readonly origins: string[];
+  readonly ttl: number;
+  readonly fall: Fall;
+  readonly fallthroughUnsupported: boolean;
+
+  constructor(next: Handler | undefined, file: Hostsfile, opts: Pick<HostsOptions, 'ttl' | 'fall' | 'fallthroughUnsupported'>) {
+    this.next = next;
+    this.file = file;
+    this.origins = file.origins;
+    this.ttl = opts.ttl;
+    this.fall = opts.fall;
+    this.fallthroughUnsupported = opts.fallthroughUnsupported;
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    const qname = req.name;
+    const qtype = req.qtype;
+    if (zonesMatches(this.origins, qname) === '' && qtype !== TYPE_PTR) {
+      return nextOrFailure(this.name, this.next, req, w);
+    }
+    let answer: ResourceRecord[] = [];
+    const ttl = this.ttl;
+    switch (qtype) {
+      case TYPE_PTR: {
+        const names = this.file.lookupAddr(reverseToAddress(qname));
+        if (names.length === 0) return nextOrFailure(this.name, this.next, req, w);
+        answer = new Array<ResourceRecord>(names.length);
+        for (let i = 0; i < names.length; i++) {
+          answer[i] = { name: qname, type: TYPE_PTR, class: 1, ttl, data: { target: names[i] } };
+        }
+        break;
+      }
+      case TYPE_A:
+      case TYPE_AAAA: {
+        const ips = qtype === TYPE_A ? this.file.lookupV4(qname) : this.file.lookupV6(qname);
+        answer = new Array<ResourceRecord>(ips.length);
+        for (let i = 0; i < ips.length; i++) {
+          answer[i] = { name: qname, type: qtype, class: 1, ttl, data: { address: ips[i] } };
+        }
+        break;
+      }
+      default:
+        if (this.fallthroughUnsupported && this.fall.through(qname)) {
+          return nextOrFailure(this.name, this.next, req, w);
+        }
+    }
+    if (answer.length === 0 && !this.file.hasAddress(qname)) {
+      if (this.fall.through(qname)) return nextOrFailure(this.name, this.next, req, w);
+      // No SOA to build an NXDOMAIN with: SERVFAIL, written by the server.
+      return SERVFAIL;
+    }
+    const reply = replyTo(req.msg);
+    reply.aa = true;
+    reply.answer = answer;
+    w.writeMsg(reply);
+    return 0;
+  }
+}

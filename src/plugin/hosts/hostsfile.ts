@@ -1,0 +1,126 @@
+// Parsing /etc/hosts-style text into lookup maps (CoreDNS plugin/hosts/hostsfile.go).
+
+import { formatIPv4, formatIPv6Go, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
+import { fqdn } from '../../wire/name.ts';
+import { zonesMatches } from '../pkg/zones.ts';
+
+/** Lookup maps of one source (the file, or the inline entries). Addresses are canonical text. */
+export class HostsMap {
+  /** Lower-cased FQDN → IPv4 addresses. */
+  readonly name4 = new Map<string, string[]>();
+  readonly name6 = new Map<string, string[]>();
+  /** Wildcard owner (`*.example.org.`) → addresses. */
+  readonly wild4 = new Map<string, string[]>();
+  readonly wild6 = new Map<string, string[]>();
+  /** Canonical address → names (for PTR). */
+  readonly addr = new Map<string, string[]>();
+
+  /** CoreDNS Map.Len(): all addresses of all names plus all reverse names. */
+  get length(): number {
+    let l = 0;
+    for (const m of [this.name4, this.name6, this.wild4, this.wild6]) for (const v of m.values()) l += v.length;
+    for (const v of this.addr.values()) l += v.length;
+    return l;
+  }
+}
+
+export interface ParsedIP {
+  family: 1 | 2;
+  /** As Go's net.IP.String() prints it (IPv4-mapped IPv6 prints as IPv4). */
+  text: string;
+}
+
+/** Go's net.ParseIP after dropping an IPv6 zone (`%eth0`); undefined when invalid. */
+export function parseHostIP(s: string): ParsedIP | undefined {
+  const pct = s.indexOf('%');
+  if (pct >= 0) s = s.slice(0, pct);
+  const v4 = parseIPv4(s);
+  if (v4 >= 0) {
+    return { family: 1, text: (v4 >>> 24) + '.' + ((v4 >>> 16) & 255) + '.' + ((v4 >>> 8) & 255) + '.' + (v4 & 255) };
+  }
+  const b = parseIPv6(s);
+  if (b === undefined) return undefined;
+  let mapped = true;
+  for (let i = 0; i < 10; i++) if (b[i] !== 0) mapped = false;
+  if (mapped && b[10] === 0xff && b[11] === 0xff) return { family: 1, text: formatIPv4(b, 12) };
+  return { family: 2, text: formatIPv6Go(b, 0) };
+}
+
+/** Go's strings.ToLower(dns.Fqdn(s)) (CoreDNS plugin.Name.Normalize). */
+export function normalizeName(s: string): string {
+  return fqdn(s).toLowerCase();
+}
+
+function isGoSpace(c: number): boolean {
+  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0x85 || c === 0xa0 || c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
+}
+
+/** Go's bytes.Fields on a line (split around runs of white space). */
+function fields(line: string): string[] {
+  const out: string[] = [];
+  let start = -1;
+  for (let i = 0; i < line.length; i++) {
+    if (isGoSpace(line.charCodeAt(i))) {
+      if (start >= 0) {
+        out.push(line.slice(start, i));
+        start = -1;
+      }
+    } else if (start < 0) start = i;
+  }
+  if (start >= 0) out.push(line.slice(start));
+  return out;
+}
+
+function add(m: Map<string, string[]>, k: string, v: string): void {
+  const l = m.get(k);
+  if (l === undefined) m.set(k, [v]);
+  else l.push(v);
+}
+
+/** Parses hosts text; names outside `origins` are ignored; `autoReverse` fills the PTR map. */
+export function parseHosts(text: string, origins: readonly string[], autoReverse: boolean): HostsMap {
+  const hmap = new HostsMap();
+  const lines = text.split('\n');
+  for (let raw of lines) {
+    const hash = raw.indexOf('#');
+    if (hash >= 0) raw = raw.slice(0, hash);
+    const f = fields(raw);
+    if (f.length < 2) continue;
+    const ip = parseHostIP(f[0]);
+    if (ip === undefined) continue;
+    for (let i = 1; i < f.length; i++) {
+      const name = normalizeName(f[i]);
+      if (zonesMatches(origins, name) === '') continue;
+      if (name.length >= 2 && name[0] === '*' && name[1] === '.') {
+        add(ip.family === 1 ? hmap.wild4 : hmap.wild6, name, ip.text);
+        continue;
+      }
+      add(ip.family === 1 ? hmap.name4 : hmap.name6, name, ip.text);
+      if (autoReverse) add(hmap.addr, ip.text, name);
+    }
+  }
+  return hmap;
+}
+
+/** `*.` + the name without its first label; '' for the root (miekg NextLabel "shot"). */
+export function wildcardFor(qname: string): string {
+  for (let i = 0; i < qname.length; i++) {
+    const c = qname.charCodeAt(i);
+    if (c === 92) {
+      i++;
+      continue;
+    }
+    if (c === 46) return i + 1 >= qname.length ? '' : '*.' + qname.slice(i + 1);
+  }
+  return '';
+}
+
+/** Exact entries of `host`, else those of its wildcard; undefined when none. */
+export function lookupIn(exact: Map<string, string[]>, wild: Map<string, string[]>, host: string): string[] | undefined {
+  const e = exact.get(host);
+  if (e !== undefined) return e;
+  if (wild.size === 0) return undefined;
+  const pattern = wildcardFor(host);
+  return pattern === '' ? undefined : wild.get(pattern);
+}

@@ -1,0 +1,157 @@
+// log: one line per query on stdout, in a configurable format.
+
+import type { BlockConfig, Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import { PluginError, isClientErrorRcode } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import { log } from '../../core/log.ts';
+import { replyTo } from '../../wire/message.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { Recorder } from '../pkg/recorder.ts';
+import { messageLength } from '../pkg/msglen.ts';
+import type { CompiledFormat } from '../pkg/replacer.ts';
+import { ResponseClass, classify, responseClassToString, responseTypeToString, typify } from '../pkg/response.ts';
+
+export interface Rule {
+  /** Name scope as configured (made fully qualified, not lower-cased). */
+  readonly nameScope: string;
+  readonly format: CompiledFormat;
+  /** Classes to log; `all` included means everything. */
+  readonly classes: ReadonlySet<number>;
+}
+
+/** Per-rule facts precomputed for the per-query path. */
+interface CompiledRule {
+  readonly scope: string;
+  /** The scope is `.` (matches every name). */
+  readonly root: boolean;
+  readonly format: CompiledFormat;
+  readonly all: boolean;
+  readonly classes: ReadonlySet<number>;
+}
+
+/** The part of the query's state the finishing step needs. */
+interface Pending {
+  rule: CompiledRule;
+  rec: Recorder;
+}
+
+export class Logger implements Handler {
+  readonly name = 'log';
+  readonly next: Handler | undefined;
+  private readonly rules: CompiledRule[];
+  private readonly config: BlockConfig | undefined;
+  private metadataOn: boolean | undefined;
+
+  constructor(next: Handler | undefined, rules: readonly Rule[], config?: BlockConfig) {
+    this.next = next;
+    this.config = config;
+    this.rules = rules.map((r) => ({
+      scope: r.nameScope,
+      root: r.nameScope === '.',
+      format: r.format,
+      all: r.classes.has(ResponseClass.All),
+      classes: r.classes,
+    }));
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    const rule = this.match(req.name);
+    if (rule === undefined) return nextOrFailure(this.name, this.next, req, w);
+    const rec = new Recorder(w);
+    let r: HandlerResult;
+    try {
+      r = nextOrFailure(this.name, this.next, req, rec);
+    } catch (e) {
+      this.failed(req, { rule, rec }, e);
+      throw e;
+    }
+    if (typeof r === 'number') {
+      this.finish(req, rule, rec, r);
+      return r;
+    }
+    const p: Pending = { rule, rec };
+    return r.then(
+      (rc) => {
+        req.plugin = this.name;
+        this.finish(req, p.rule, p.rec, rc);
+        return rc;
+      },
+      (e: unknown) => {
+        req.plugin = this.name;
+        this.failed(req, p, e);
+        throw e;
+      },
+    );
+  }
+
+  /** First rule whose name scope contains `name`. */
+  private match(name: string): CompiledRule | undefined {
+    const rules = this.rules;
+    for (let i = 0; i < rules.length; i++) {
+      const r = rules[i];
+      if (r.root || r.scope === name || isBelow(name, r.scope)) return r;
+    }
+    return undefined;
+  }
+
+  /** The chain reported an error (CoreDNS: a non-nil err with its rcode): still logged. A panic is not. */
+  private failed(req: Request, p: Pending, e: unknown): void {
+    if (e instanceof PluginError) this.finish(req, p.rule, p.rec, e.rcode);
+  }
+
+  private finish(req: Request, rule: CompiledRule, rec: Recorder, rc: number): void {
+    if (rec.msg === undefined && isClientErrorRcode(rc)) {
+      // Nothing written yet: the server will answer with rc; log that reply.
+      const m = replyTo(req.msg);
+      m.rcode = rc;
+      rec.msg = m;
+      rec.rcode = rc;
+      rec.len = messageLength(m);
+    }
+    let ok = rule.all;
+    const useMeta = rule.format.usesMetadata && this.metadataEnabled();
+    if (!ok || useMeta) {
+      const tpe = typify(rec.msg);
+      const cls = classify(tpe);
+      if (useMeta) {
+        req.setMetadata('log/type', responseTypeToString(tpe));
+        req.setMetadata('log/class', responseClassToString(cls));
+      }
+      if (!ok) ok = rule.classes.has(cls);
+    }
+    if (ok) log.info(rule.format.format(req, rec));
+  }
+
+  /** `log/type` and `log/class` exist only where the metadata plugin runs, as in CoreDNS. */
+  private metadataEnabled(): boolean {
+    if (this.metadataOn === undefined) {
+      if (this.config === undefined) return true;
+      this.metadataOn = this.config.pluginNames.includes('metadata');
+    }
+    return this.metadataOn;
+  }
+}
+
+/** Case-insensitive, label-aware "name is below scope" (scope is fully qualified, not `.`). */
+function isBelow(name: string, scope: string): boolean {
+  const nl = name.length;
+  const sl = scope.length;
+  if (nl < sl) return false;
+  const start = nl - sl;
+  if (start > 0) {
+    if (name.charCodeAt(start - 1) !== 46) return false;
+    // an escaped dot does not separate labels
+    let b = 0;
+    for (let j = start - 2; j >= 0 && name.charCodeAt(j) === 92; j--) b++;
+    if (b & 1) return false;
+  }
+  for (let i = 0; i < sl; i++) {
+    let x = name.charCodeAt(start + i);
+    let y = scope.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 65 && x <= 90) x += 32;
+    if (y >= 65 && y <= 90) y += 32;
+    if (x !== y) return false;
+  }
+  return true;
+}
