@@ -5,7 +5,7 @@
 // inside the rdata of the types miekg/dns compresses (CNAME, MB, MD, MF, MG, MINFO, MR, MX, NS,
 // PTR, RT, SOA). Names elsewhere (SRV, DNAME, NAPTR, RRSIG, ...) are written in full but still
 // registered as pointer targets, as miekg does. Suffix matching is ASCII case-insensitive: a
-// suffix takes the letter case of its first occurrence in the message.
+// suffix takes the letter case of its first occurrence in the message (miekg matches exactly).
 //
 // Names are presentation form; a name without the trailing dot is treated as fully qualified.
 // Records whose data is OpaqueData (`raw`) are written byte for byte, whatever their type.
@@ -23,7 +23,7 @@ const MAX_MSG = 65535;
 let S: Buffer = Buffer.allocUnsafe(MAX_MSG + 4096);
 let O = 0;
 let COMPRESS = false;
-const CT = new Map<string, number>();
+const CT = new Map<number, number>();
 
 function tooLong(): WireError {
   return new WireError('TOO_LONG', 'dns: message exceeds 65535 octets');
@@ -62,30 +62,42 @@ function badName(name: string, why: string): WireError {
   return new WireError(why === 'long' ? 'NAME_TOO_LONG' : 'BAD_LABEL', `dns: bad domain name ${JSON.stringify(name)}: ${why}`);
 }
 
-/** ASCII-only lower-casing that keeps string length (and so label offsets) unchanged. */
-function asciiLower(s: string): string {
-  let i = 0;
-  const n = s.length;
-  for (; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 65 && c <= 90) break;
-  }
-  if (i === n) return s;
-  let out = s.slice(0, i);
-  for (; i < n; i++) {
-    const c = s.charCodeAt(i);
-    out += c >= 65 && c <= 90 ? String.fromCharCode(c | 0x20) : s[i];
-  }
-  return out;
-}
-
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
 }
 
+// Compression works on the bytes already written, not on strings: each name is first written in
+// full; then, from its longest suffix down, a hash of the (lower-cased) wire suffix is looked up
+// in CT (hash → offset of an earlier occurrence), verified byte by byte, and the tail replaced by
+// a pointer. No string hashing or slicing on the hot path.
+const labelPos = new Int32Array(130);
+const suffixHash = new Int32Array(130);
+
+function lc(c: number): number {
+  return c >= 65 && c <= 90 ? c | 0x20 : c;
+}
+
+/** Wire name at `a` (uncompressed) equals the one at `b` (may use pointers), ignoring ASCII case. */
+function suffixEqual(a: number, b: number): boolean {
+  for (let guard = 0; guard < 256; guard++) {
+    let lb = S[b];
+    while (lb >= 0xc0) {
+      b = ((lb & 0x3f) << 8) | S[b + 1];
+      lb = S[b];
+    }
+    const la = S[a];
+    if (la !== lb) return false;
+    if (la === 0) return true;
+    for (let i = 1; i <= la; i++) if (lc(S[a + i]) !== lc(S[b + i])) return false;
+    a += la + 1;
+    b += lb + 1;
+  }
+  return false;
+}
+
 /**
- * Writes `name` at O. `compress`: may use a pointer. With message compression on, every suffix
- * is registered as a future pointer target.
+ * Writes `name` at O. `compress`: may end in a pointer. With message compression on, every
+ * suffix is registered as a future pointer target (as miekg does, even for names not compressed).
  */
 function writeName(name: string, compress: boolean): void {
   const n = name.length;
@@ -93,52 +105,30 @@ function writeName(name: string, compress: boolean): void {
     S[O++] = 0;
     return;
   }
-  const table = COMPRESS;
-  const key = table ? asciiLower(name) : '';
   const nameStart = O;
+  let nl = 0;
   let i = 0;
   while (i < n) {
-    if (table) {
-      const suffix = i === 0 ? key : key.slice(i);
-      const ptr = CT.get(suffix);
-      if (ptr !== undefined) {
-        if (compress) {
-          S[O] = 0xc0 | (ptr >>> 8);
-          S[O + 1] = ptr;
-          O += 2;
-          return;
-        }
-      } else if (O < 0x4000) CT.set(suffix, O);
-    }
     const lenPos = O++;
+    labelPos[nl++] = lenPos;
     let len = 0;
     for (; i < n; i++) {
       let c = name.charCodeAt(i);
       if (c === 46) break;
       if (c === 92) {
-        // escape
         if (i + 1 >= n) throw badName(name, 'dangling backslash');
         const c1 = name.charCodeAt(i + 1);
         if (isDigit(c1) && i + 3 < n && isDigit(name.charCodeAt(i + 2)) && isDigit(name.charCodeAt(i + 3))) {
           c = (c1 - 48) * 100 + (name.charCodeAt(i + 2) - 48) * 10 + (name.charCodeAt(i + 3) - 48);
           if (c > 255) throw badName(name, 'bad \\DDD escape');
           i += 3;
-        } else {
-          c = c1;
-          i += 1;
-          if (c > 0x7f) {
-            i -= 1; // re-handle as a UTF-8 character below
-            c = -1;
-          }
-        }
-        if (c >= 0) {
           S[O++] = c;
           len++;
           if (len > 63) throw badName(name, 'label longer than 63 octets');
           continue;
         }
-        i += 1;
-        c = name.charCodeAt(i);
+        i++;
+        c = c1;
       }
       if (c < 0x80) {
         S[O++] = c;
@@ -159,6 +149,28 @@ function writeName(name: string, compress: boolean): void {
     i++; // past the dot
   }
   S[O++] = 0;
+  if (!COMPRESS) return;
+  // suffix hashes, shortest first
+  let h = 0x2f;
+  for (let k = nl - 1; k >= 0; k--) {
+    const p = labelPos[k];
+    const l = S[p];
+    h = Math.imul(h ^ l, 0x01000193);
+    for (let j = 1; j <= l; j++) h = Math.imul(h ^ lc(S[p + j]), 0x01000193);
+    suffixHash[k] = h;
+  }
+  for (let k = 0; k < nl; k++) {
+    const p = labelPos[k];
+    const q = CT.get(suffixHash[k]);
+    if (q !== undefined) {
+      if (compress && suffixEqual(p, q)) {
+        S[p] = 0xc0 | (q >>> 8);
+        S[p + 1] = q;
+        O = p + 2;
+        return;
+      }
+    } else if (p < 0x4000) CT.set(suffixHash[k], p);
+  }
 }
 
 function wCharString(b: Uint8Array): void {
