@@ -1,5 +1,5 @@
 import type { PluginDefinition } from '../plugin.ts';
-import { appVersionString } from '../pkg/version.ts';
+import { COREDNS_VERSION } from '../../core/directives.ts';
 import { Chaos } from './chaos.ts';
 import { OWNERS } from './owners.ts';
 
@@ -20,7 +20,8 @@ export const plugin: PluginDefinition = {
     if (d.next()) {
       const args = d.remainingArgs();
       if (args.length === 0) {
-        version = appVersionString();
+        // What `-version` prints first: the CoreDNS release whose behaviour nodens reproduces.
+        version = 'CoreDNS-' + COREDNS_VERSION;
       } else if (args.length === 1) {
         version = args[0];
       } else {
