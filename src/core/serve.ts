@@ -5,7 +5,8 @@
 
 import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
 import { PluginError, isClientErrorRcode } from '../plugin/plugin.ts';
-import type { Message } from '../wire/types.ts';
+import type { Edns, Message } from '../wire/types.ts';
+import { findOptRecord } from '../wire/scan.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
@@ -264,6 +265,33 @@ function isEchoedOption(o: { code: number }): boolean {
   return c === 3 || c === 9 || c === 10 || c === 11 || c === 12;
 }
 
+/** A copy of `reply` with the request's OPT (echoed options only) added as the last additional record. */
+function appendOpt(reply: Uint8Array, q: Edns): Uint8Array {
+  let optionsLen = 0;
+  for (const o of q.options) if (isEchoedOption(o)) optionsLen += 4 + o.data.length;
+  const out = Buffer.allocUnsafe(reply.length + 11 + optionsLen);
+  out.set(reply, 0);
+  let p = reply.length;
+  out[p++] = 0;                           // owner: root
+  out[p++] = 0; out[p++] = 41;            // TYPE OPT
+  out[p++] = q.udpSize >> 8; out[p++] = q.udpSize & 0xff;
+  out[p++] = 0; out[p++] = 0;             // extended rcode, version 0
+  out[p++] = (q.do ? 0x80 : 0) | ((q.z >> 8) & 0x7f);
+  out[p++] = 0;
+  out[p++] = optionsLen >> 8; out[p++] = optionsLen & 0xff;
+  for (const o of q.options) {
+    if (!isEchoedOption(o)) continue;
+    out[p++] = o.code >> 8; out[p++] = o.code & 0xff;
+    out[p++] = o.data.length >> 8; out[p++] = o.data.length & 0xff;
+    out.set(o.data, p);
+    p += o.data.length;
+  }
+  const ar = ((out[10]! << 8) | out[11]!) + 1;
+  out[10] = ar >> 8;
+  out[11] = ar & 0xff;
+  return out;
+}
+
 /** The writer at the outside of every chain: fits the reply to the client and sends it. */
 export class ClientWriter implements ResponseWriter {
   private readonly req: Request;
@@ -280,7 +308,36 @@ export class ClientWriter implements ResponseWriter {
     this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
   }
 
+  /**
+   * A ready-made reply (e.g. a cache hit): the OPT is patched or appended in
+   * place as SizeAndDo would, and the bytes go out as they are when they fit.
+   * Only a reply that needs truncating or compressing is decoded. The caller
+   * hands the buffer over: it may be modified.
+   */
   writeWire(reply: Uint8Array): void {
+    const req = this.req;
+    let out = reply;
+    const q = req.msg.edns;
+    if (q !== undefined) {
+      const at = findOptRecord(reply);
+      if (at === -2 || (at >= 0 && reply[at] !== 0)) { this.writeDecoded(reply); return; }
+      if (at >= 0) {
+        const p = at + 1; // type(2) class(2) ttl(4): ext-rcode, version, DO|Z-high, Z-low
+        reply[p + 2] = q.udpSize >> 8;
+        reply[p + 3] = q.udpSize & 0xff;
+        reply[p + 5] = 0;
+        if (q.do) reply[p + 6]! |= 0x80;
+        reply[p + 7] = 0;
+      } else {
+        out = appendOpt(reply, q);
+      }
+    }
+    const limit = req.proto === 'udp' ? (req.family === 1 ? 1480 : 1220) : 65535;
+    if (out.length > req.size || out.length > limit) { this.writeDecoded(out); return; }
+    this.sink.send(out);
+  }
+
+  private writeDecoded(reply: Uint8Array): void {
     let msg: Message;
     try {
       msg = decodeMessage(reply);

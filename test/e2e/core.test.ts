@@ -23,6 +23,24 @@ const answer: PluginDefinition = {
       c.addPlugin(() => ({ name: 'answer', serveDNS: () => rc }));
       return;
     }
+    if (args[0] === 'wire') {
+      // Writes a pre-encoded reply through writeWire; `wire opt` includes an OPT of its own.
+      const withOpt = args[1] === 'opt';
+      const n = Number(args[2] ?? 3);
+      c.addPlugin(() => ({
+        name: 'answer',
+        serveDNS(req: Request, w: ResponseWriter) {
+          const reply = wire.replyTo(req.msg);
+          for (let i = 0; i < n; i++) {
+            reply.answer.push({ name: req.qname, type: wire.RRType.A, class: wire.RRClass.IN, ttl: 30, data: { address: `10.1.${i >> 8}.${i & 255}` } });
+          }
+          if (withOpt) reply.edns = { udpSize: 4096, version: 0, do: false, z: 0, options: [] };
+          w.writeWire(wire.encodeMessage(reply, { compress: true }));
+          return 0;
+        },
+      }));
+      return;
+    }
     if (args[0] === 'throw') {
       c.addPlugin(() => ({ name: 'answer', serveDNS: () => { throw new Error('boom'); } }));
       return;
@@ -103,6 +121,15 @@ asyncerr.test:0 {
 }
 hello.test:0 {
   hello "hi"
+}
+wire.test:0 {
+  answer wire plain 3
+}
+wireopt.test:0 {
+  answer wire opt 3
+}
+wirebig.test:0 {
+  answer wire plain 80
 }
 `, { plugins });
     port = server.port;
@@ -239,6 +266,42 @@ hello.test:0 {
       sock.on('error', reject);
     });
     assert.deepEqual(replies.map((r) => dnsPacket.decode(r).questions![0]!.name), names);
+  });
+
+  test('writeWire: a ready-made reply goes out as is to a client without EDNS', async () => {
+    const r = wire.decodeMessage(await exchange(port, q('x.wire.test', 'A')));
+    assert.equal(r.answer.length, 3);
+    assert.equal(r.edns, undefined);
+    assert.equal(r.id, 4242);
+  });
+
+  test('writeWire: an EDNS client gets the OPT appended with its size, DO and cookie echoed', async () => {
+    const query = wire.newQuery('x.wire.test.', wire.RRType.A);
+    query.edns = { udpSize: 1300, version: 0, do: true, z: 0, options: [{ code: 10, data: Buffer.from('0123456789abcdef') }, { code: 8, data: Buffer.from([0, 1, 24, 0, 10, 0, 0]) }] };
+    const r = wire.decodeMessage(await exchange(port, wire.encodeMessage(query)));
+    assert.equal(r.answer.length, 3);
+    assert.equal(r.edns?.udpSize, 1300);
+    assert.equal(r.edns?.do, true);
+    assert.deepEqual(r.edns?.options.map((o) => o.code), [10]);
+  });
+
+  test('writeWire: a reply carrying its own OPT gets it normalised, not duplicated', async () => {
+    const query = wire.newQuery('x.wireopt.test.', wire.RRType.A);
+    query.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [] };
+    const raw = await exchange(port, wire.encodeMessage(query));
+    const r = wire.decodeMessage(raw);
+    assert.equal(r.edns?.udpSize, 1232);
+    assert.equal(r.edns?.do, true);
+    assert.equal(raw.readUInt16BE(10), 1);
+  });
+
+  test('writeWire: a reply too big for the client is truncated through the codec', async () => {
+    const raw = await exchange(port, q('x.wirebig.test', 'A'));
+    assert.ok(raw.length <= 512);
+    const r = wire.decodeMessage(raw);
+    assert.equal(r.tc, true);
+    const full = wire.decodeMessage(await exchange(port, q('x.wirebig.test', 'A'), { tcp: true }));
+    assert.equal(full.answer.length, 80);
   });
 
   test('an external TypeScript plugin runs in the chain', async () => {
