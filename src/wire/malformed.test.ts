@@ -1,0 +1,132 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeMessage, decodeQuestionFast, encodeMessage, newQuery, parseRecord, WireError } from './index.ts';
+
+function hdr(qd: number, an = 0, ns = 0, ar = 0): number[] {
+  return [0x12, 0x34, 0x01, 0x00, 0, qd, 0, an, 0, ns, 0, ar];
+}
+
+function expectWireError(bytes: number[] | Uint8Array, code?: string): WireError {
+  const buf = Uint8Array.from(bytes);
+  let err: unknown;
+  try {
+    decodeMessage(buf);
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof WireError, 'expected WireError, got ' + String(err));
+  if (code) assert.equal(err.code, code);
+  return err;
+}
+
+test('pointer loop, pointer to itself, forward pointer, pointer into header', () => {
+  expectWireError([...hdr(1), 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER'); // points to itself
+  expectWireError([...hdr(1), 0xc0, 14, 0, 1, 0, 1, 0], 'BAD_POINTER'); // forward
+  expectWireError([...hdr(1), 1, 97, 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER'); // loop back to own start
+  expectWireError([...hdr(1), 0xc0, 2, 0, 1, 0, 1], 'BAD_POINTER'); // into header
+  // two names pointing at each other: second name (at 19) → 12 is fine, but 12 cannot point forward
+  expectWireError([...hdr(2), 0xc0, 18, 0, 1, 0, 1, 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER');
+});
+
+test('reserved label types, long labels, long names', () => {
+  expectWireError([...hdr(1), 0x40, 0, 0, 1, 0, 1], 'BAD_LABEL');
+  expectWireError([...hdr(1), 0x80, 0, 0, 1, 0, 1], 'BAD_LABEL');
+  const long: number[] = [];
+  for (let i = 0; i < 5; i++) long.push(63, ...new Array(63).fill(97));
+  expectWireError([...hdr(1), ...long, 0, 0, 1, 0, 1], 'NAME_TOO_LONG');
+  // exactly 255 octets is fine: 3×(63+1) + (61+1) + 1 = 255
+  const ok = [63, ...new Array(63).fill(97), 63, ...new Array(63).fill(97), 63, ...new Array(63).fill(97), 61, ...new Array(61).fill(97), 0];
+  assert.equal(ok.length, 255);
+  assert.equal(decodeMessage(Uint8Array.from([...hdr(1), ...ok, 0, 1, 0, 1])).question[0].name.length, 254);
+  expectWireError([...hdr(1), 63, ...new Array(63).fill(97), 63, ...new Array(63).fill(97), 63, ...new Array(63).fill(97), 62, ...new Array(62).fill(97), 0, 0, 1, 0, 1], 'NAME_TOO_LONG');
+});
+
+test('truncated data and counts past the end', () => {
+  const good = Array.from(encodeMessage(newQuery('example.org.', 1)));
+  for (let cut = 13; cut < good.length; cut++) expectWireError(good.slice(0, cut), 'SHORT');
+  expectWireError([...hdr(2), ...good.slice(12)], 'SHORT');
+  expectWireError([...hdr(1, 1), ...good.slice(12)], 'SHORT');
+  expectWireError([1, 2, 3], 'SHORT');
+});
+
+test('rdata inconsistent with rdlength', () => {
+  const m = newQuery('example.org.', 1);
+  m.answer.push(parseRecord('example.org. 1 IN MX 10 mail.example.org.'));
+  const w = Array.from(encodeMessage(m));
+  // rdlength is the 2 bytes before the rdata; make it one larger (and add a byte so it is in bounds)
+  const rdl = w.length - 20 - 2;
+  w[rdl + 1]++;
+  w.push(0);
+  expectWireError(w, 'BAD_RDATA');
+  // A record with 5 bytes
+  const a = [...hdr(0, 1), 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 5, 1, 2, 3, 4, 5];
+  expectWireError(a, 'BAD_RDATA');
+});
+
+test('a second OPT is FORMERR, partial carries the question', () => {
+  const q = newQuery('example.org.', 1);
+  const w = Array.from(encodeMessage(q));
+  const opt = [0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0];
+  const bad = [...w, ...opt, ...opt];
+  bad[11] = 2;
+  const err = expectWireError(bad, 'DUPLICATE_OPT');
+  assert.equal(err.partial?.question[0].name, 'example.org.');
+  assert.equal(err.partial?.id, q.id);
+  assert.throws(() => decodeQuestionFast(Uint8Array.from(bad)), WireError);
+});
+
+function check(buf: Uint8Array): void {
+  try {
+    decodeMessage(buf);
+  } catch (e) {
+    if (!(e instanceof WireError) || e.code === 'INTERNAL') throw e;
+  }
+  try {
+    decodeQuestionFast(buf);
+  } catch (e) {
+    if (!(e instanceof WireError) || e.code === 'INTERNAL') throw e;
+  }
+}
+
+test('fuzz: 100k random and bit-flipped packets only ever throw WireError', () => {
+  const seeds: Uint8Array[] = [];
+  const big = newQuery('example.org.', 255);
+  big.qr = true;
+  for (const l of [
+    'example.org. 300 IN A 1.2.3.4', 'example.org. IN AAAA 2001:db8::1', 'example.org. IN MX 10 mail.example.org.',
+    '@ IN SOA ns1 host 1 2 3 4 5', 'x IN TXT "a" "b"', 'x IN SRV 1 2 3 t.example.org.', 'x IN CAA 0 issue "ca"',
+    'x IN NAPTR 1 2 "a" "b" "c" r.example.org.', 'x IN DS 1 8 2 ABCD', 'x IN DNSKEY 257 3 8 AwEAAQ==',
+    'x IN RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA', 'x IN NSEC y.example.org. A NS',
+    'x IN NSEC3 1 0 1 AB 2VPTU5TIMAMQTTGL4LUU9KG21E0AOR3S A', 'x IN NSEC3PARAM 1 0 0 AB', 'x IN TLSA 3 1 1 ab',
+    'x IN HTTPS 1 . alpn="h2" port=443', 'x IN RP a.example.org. b.example.org.', 'x IN AFSDB 1 a.example.org.',
+    'x IN HINFO "a" "b"', 'x IN CNAME y',
+  ]) big.answer.push(parseRecord(l, 'example.org.'));
+  big.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [{ code: 10, data: new Uint8Array(8) }] };
+  seeds.push(encodeMessage(big, { compress: true }), encodeMessage(big), encodeMessage(newQuery('a.b.c.', 1)));
+  const start = Date.now();
+  let seed = 12345;
+  const rand = (n: number): number => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed % n;
+  };
+  for (let i = 0; i < 100_000; i++) {
+    let buf: Uint8Array;
+    if (i % 4 === 0) {
+      buf = new Uint8Array(rand(300));
+      for (let j = 0; j < buf.length; j++) buf[j] = rand(256);
+      if (buf.length > 12) {
+        buf[4] = 0;
+        buf[5] = rand(3);
+        buf[7] = rand(4);
+        buf[11] = rand(3);
+      }
+    } else {
+      const s = seeds[rand(seeds.length)];
+      buf = Uint8Array.from(s.subarray(0, rand(8) === 0 ? rand(s.length + 1) : s.length));
+      const flips = 1 + rand(4);
+      for (let f = 0; f < flips && buf.length > 0; f++) buf[rand(buf.length)] ^= 1 << rand(8);
+    }
+    check(buf);
+  }
+  assert.ok(Date.now() - start < 20_000, 'bounded time');
+});
