@@ -1,0 +1,140 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { plugin } from './setup.ts';
+import { parseHosts, parseHostIP } from './hostsfile.ts';
+import { hostsEntries } from './metrics.ts';
+import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, setupError } from '../pkg/testing.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'nodens-hosts-'));
+const E = 'plugin/hosts: Corefile:3 - Error during parsing: ';
+
+test('hosts setup errors', async () => {
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl\n }\n}'), E + 'ttl needs a time in second');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl x\n }\n}'), E + 'ttl needs a number of second');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl 0\n }\n}'), E + 'ttl provided is invalid');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl 65536\n }\n}'), E + 'ttl provided is invalid');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload\n }\n}'), E + 'reload needs a duration (zero seconds to disable)');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload 5x\n }\n}'), E + "invalid duration for reload '5x'");
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload -5s\n }\n}'), E + "invalid negative duration for reload '-5s'");
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough\n  foo bar\n }\n}'),
+    "plugin/hosts: Corefile:4 - Error during parsing: unknown property 'foo'");
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough_unsupported\n }\n}'),
+    'plugin/hosts: Corefile:4 - Error during parsing: fallthrough_unsupported requires fallthrough');
+  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough\n  fallthrough_unsupported x\n }\n}'),
+    "plugin/hosts: Corefile:4 - Error during parsing: Wrong argument count or unexpected line ending after 'x'");
+  assert.equal(await setupError(plugin, '. {\n hosts\n hosts\n}'), 'plugin/hosts: this plugin can only be used once per Server Block');
+  const missing = join(dir, 'missing');
+  const lines = await captureLog(async () => {
+    assert.equal(await setupError(plugin, `. {\n hosts ${missing}\n}`), '');
+  });
+  assert.deepEqual(lines, [`[WARNING] plugin/hosts: File does not exist: ${missing}`]);
+});
+
+test('hosts file parsing', () => {
+  const m = parseHosts([
+    '127.0.0.1 localhost Local.Example  # comment',
+    '::1 localhost ip6-localhost',
+    'fe80::1%lo0 linklocal',
+    '::ffff:10.0.0.9 mapped',
+    '10.0.0.1 *.wild.example.org',
+    'bad line',
+    '# 1.2.3.4 commented',
+    '1.2.3.4',
+    '10.0.0.2 out.example.net',
+  ].join('\n'), ['.'], true);
+  assert.deepEqual(m.name4.get('localhost.'), ['127.0.0.1']);
+  assert.deepEqual(m.name4.get('local.example.'), ['127.0.0.1']);
+  assert.deepEqual(m.name6.get('localhost.'), ['::1']);
+  assert.deepEqual(m.name6.get('linklocal.'), ['fe80::1']);
+  assert.deepEqual(m.name4.get('mapped.'), ['10.0.0.9']);
+  assert.deepEqual(m.wild4.get('*.wild.example.org.'), ['10.0.0.1']);
+  assert.deepEqual(m.addr.get('127.0.0.1'), ['localhost.', 'local.example.']);
+  assert.equal(m.addr.has('10.0.0.1'), false);
+  const z = parseHosts('10.0.0.2 out.example.net\n10.0.0.3 in.example.org', ['example.org.'], false);
+  assert.equal(z.name4.has('out.example.net.'), false);
+  assert.deepEqual(z.name4.get('in.example.org.'), ['10.0.0.3']);
+  assert.equal(z.addr.size, 0);
+  assert.deepEqual(parseHostIP('2001:DB8:0:0::1'), { family: 2, text: '2001:db8::1' });
+  assert.equal(parseHostIP('01.2.3.4'), undefined);
+});
+
+async function hostsChain(body: string, next?: StubHandler) {
+  const r = await runSetup(plugin, body);
+  for (const fn of r.hooks.startup) await fn();
+  return { h: r.chain(next), r };
+}
+
+test('hosts answers A, AAAA and PTR; AA set; owner is the lower-cased qname', async () => {
+  const { h } = await hostsChain('example.org {\n hosts {\n  10.0.0.1 foo.example.org\n  ::1 foo.example.org\n  10.0.0.2 foo.example.org bar.example.org\n }\n}');
+  const w = new CaptureWriter();
+  assert.equal(h.serveDNS(makeRequest('FOO.example.org.'), w), 0);
+  const m = w.last!;
+  assert.equal(m.aa, true);
+  assert.deepEqual(m.answer, [
+    { name: 'foo.example.org.', type: 1, class: 1, ttl: 3600, data: { address: '10.0.0.1' } },
+    { name: 'foo.example.org.', type: 1, class: 1, ttl: 3600, data: { address: '10.0.0.2' } },
+  ]);
+  h.serveDNS(makeRequest('foo.example.org.', { type: 28 }), w);
+  assert.deepEqual(w.last!.answer.map((r) => r.data), [{ address: '::1' }]);
+  h.serveDNS(makeRequest('2.0.0.10.in-addr.arpa.', { type: 12 }), w);
+  assert.deepEqual(w.last!.answer.map((r) => r.data), [{ target: 'foo.example.org.' }, { target: 'bar.example.org.' }]);
+  // NODATA for other types when the name exists
+  h.serveDNS(makeRequest('foo.example.org.', { type: 16 }), w);
+  assert.deepEqual(w.last!.answer, []);
+  assert.equal(w.last!.rcode, 0);
+  // unknown name: SERVFAIL, nothing written
+  const before = w.msgs.length;
+  assert.equal(h.serveDNS(makeRequest('nope.example.org.'), w), 2);
+  assert.equal(w.msgs.length, before);
+});
+
+test('hosts: outside zones and PTR misses go to the next plugin; fallthrough', async () => {
+  const next = new StubHandler('next', () => 5);
+  const { h } = await hostsChain('example.org {\n hosts {\n  10.0.0.1 foo.example.org\n }\n}', next);
+  const w = new CaptureWriter();
+  assert.equal(h.serveDNS(makeRequest('foo.example.net.'), w), 5);
+  assert.equal(h.serveDNS(makeRequest('9.9.9.9.in-addr.arpa.', { type: 12 }), w), 5);
+  assert.equal(h.serveDNS(makeRequest('nope.example.org.'), w), 2);
+  const { h: f } = await hostsChain('. {\n hosts {\n  10.0.0.1 foo.example.org\n  fallthrough example.org\n }\n}', next);
+  assert.equal(f.serveDNS(makeRequest('nope.example.org.'), w), 5);
+  assert.equal(f.serveDNS(makeRequest('nope.example.net.'), w), 2);
+  assert.equal(f.serveDNS(makeRequest('foo.example.org.', { type: 16 }), w), 0);
+  const { h: u } = await hostsChain('. {\n hosts {\n  10.0.0.1 foo.example.org\n  fallthrough\n  fallthrough_unsupported\n }\n}', next);
+  assert.equal(u.serveDNS(makeRequest('foo.example.org.', { type: 16 }), w), 5);
+  assert.equal(u.serveDNS(makeRequest('foo.example.org.', { type: 1 }), w), 0);
+});
+
+test('hosts wildcards: exactly one label, exact names win, no PTR', async () => {
+  const next = new StubHandler('next', () => 5);
+  const { h } = await hostsChain('. {\n hosts {\n  10.0.0.1 *.w.example\n  10.0.0.2 a.w.example\n }\n}', next);
+  const w = new CaptureWriter();
+  h.serveDNS(makeRequest('x.w.example.'), w);
+  assert.deepEqual(w.last!.answer.map((r) => [r.name, r.data]), [['x.w.example.', { address: '10.0.0.1' }]]);
+  h.serveDNS(makeRequest('a.w.example.'), w);
+  assert.deepEqual(w.last!.answer.map((r) => r.data), [{ address: '10.0.0.2' }]);
+  assert.equal(h.serveDNS(makeRequest('w.example.'), w), 2);
+  assert.equal(h.serveDNS(makeRequest('y.x.w.example.'), w), 2);
+  assert.equal(h.serveDNS(makeRequest('1.0.0.10.in-addr.arpa.', { type: 12 }), w), 5);
+});
+
+test('hosts file, ttl, no_reverse, inline merged after the file, reload by mtime and size', async () => {
+  const file = join(dir, 'hosts1');
+  writeFileSync(file, '10.0.0.1 a.example\n');
+  const { h, r } = await hostsChain(`. {\n hosts ${file} {\n  ttl 60\n  no_reverse\n  reload 20ms\n  10.0.0.9 a.example\n }\n}`,
+    new StubHandler('next', () => 5));
+  const w = new CaptureWriter();
+  h.serveDNS(makeRequest('a.example.'), w);
+  assert.deepEqual(w.last!.answer.map((x) => [x.ttl, x.data]), [[60, { address: '10.0.0.1' }], [60, { address: '10.0.0.9' }]]);
+  assert.equal(h.serveDNS(makeRequest('1.0.0.10.in-addr.arpa.', { type: 12 }), w), 5);
+  assert.equal(hostsEntries.get(file), 2);
+  writeFileSync(file, '10.0.0.1 a.example\n10.0.0.3 b.example\n');
+  utimesSync(file, new Date(), new Date(Date.now() + 5000));
+  await new Promise((res) => setTimeout(res, 100));
+  h.serveDNS(makeRequest('b.example.'), w);
+  assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.3' }]);
+  assert.equal(hostsEntries.get(file), 3);
+  for (const fn of r.hooks.shutdown) await fn();
+});
