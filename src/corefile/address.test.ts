@@ -86,7 +86,7 @@ test('zone validation errors', () => {
   // 255 characters without the dot fail on the qualified check
   assert.equal(keyErr(long.slice(0, 255)), 'error inspecting server blocks: specified zone is too long: 256 > 255');
   // the empty key after scheme stripping
-  assert.equal(keyErr('dns://'), 'error inspecting server blocks: zone is not a valid domain name: ');
+  assert.equal(keyErr('dns://'), 'error inspecting server blocks: expecting data after last colon: ""');
 });
 
 test('IPv4 CIDR keys become reverse zones', () => {

@@ -353,7 +353,8 @@ export function cidrReverseZones(c: Cidr): string[] {
 export function splitHostPort(s: string): { hosts: string[]; port: string } {
   let port = '';
   const colon = s.lastIndexOf(':');
-  if (colon !== -1 && colon === s.length - 1) {
+  if (colon === s.length - 1) {
+    // (also true for the empty string: LastIndex is -1)
     throw new CorefileError(`expecting data after last colon: ${goQuote(s)}`);
   }
   if (colon !== -1) {

@@ -56,6 +56,15 @@ test('hash with BOM, CRLF and tabs (CoreDNS 1.14.7)', () => {
   );
 });
 
+test('hash with Unicode spaces, quotes glued to words, escapes, multi-line token (CoreDNS 1.14.7)', () => {
+  const text =
+    '"" .:15353\u00a0{\n chaos a\u2003b c\u0085d "x"y "p\\\\q" "r\\"s" a"b"c "t\\u"\n reload\n log "multi\nline" {\n  class all\n }\n}\n';
+  assert.equal(
+    serverBlocksSha512(parseCorefile(text, 'lx.conf', all)),
+    '350cd56a0420feae62ccb46fc8ac7bc018e429b2396ef87e9fd37eaee3982628218ca8797ba0ac753790f5161d700e6c49afce9902de746ee606be029a1dd837',
+  );
+});
+
 test('JSON shape: sorted directives, raw keys, main-file tokens with File ""', () => {
   const blocks = parseCorefile('b.example a.example {\n whoami\n errors x\n}', 'Corefile', all);
   assert.equal(
