@@ -2,6 +2,7 @@
 // names. Definitions are idempotent: a reload sets plugins up again and gets
 // the same metric objects back, so counters keep counting across reloads.
 
+import cluster from 'node:cluster';
 import client from 'prom-client';
 
 export const registry = new client.Registry();
@@ -31,4 +32,54 @@ export function gauge<L extends string>(name: string, help: string, labelNames: 
 
 export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): client.Histogram<L> {
   return once(name, () => new client.Histogram<L>({ name, help, labelNames, buckets, registers: [registry] }));
+}
+
+// ---- several worker processes (nodens -workers N) ----
+// Each worker counts in its own registry; the primary process sums them with
+// prom-client's AggregatorRegistry, so whichever worker a scrape reaches, the
+// answer covers the whole server.
+
+
+const AGGREGATE_REQUEST = 'nodens:metrics:request';
+const AGGREGATE_REPLY = 'nodens:metrics:reply';
+let nextRequest = 0;
+const waiting = new Map<number, (text: string) => void>();
+
+/** The exposition text for /metrics: this process's, or the sum of all workers' under -workers. */
+export function metricsText(): Promise<string> {
+  if (!cluster.isWorker || process.send === undefined) return registry.metrics();
+  const id = ++nextRequest;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => { waiting.delete(id); void registry.metrics().then(resolve); }, 2000);
+    waiting.set(id, (text) => { clearTimeout(timer); resolve(text); });
+    process.send!({ type: AGGREGATE_REQUEST, id });
+  });
+}
+
+/** The content type of metricsText(). */
+export function metricsContentType(): string { return registry.contentType; }
+
+if (cluster.isWorker) {
+  // prom-client's aggregator asks each worker for these registries.
+  client.AggregatorRegistry.setRegistries([registry]);
+  process.on('message', (m: { type?: string; id?: number; text?: string }) => {
+    if (m?.type !== AGGREGATE_REPLY || m.id === undefined) return;
+    const done = waiting.get(m.id);
+    waiting.delete(m.id);
+    done?.(m.text ?? '');
+  });
+}
+
+/** In the primary: answer workers' aggregate requests. Returns a function that stops doing so. */
+export function serveAggregatedMetrics(): () => void {
+  const aggregator = new client.AggregatorRegistry();
+  const onMessage = (worker: import('node:cluster').Worker, m: { type?: string; id?: number }): void => {
+    if (m?.type !== AGGREGATE_REQUEST) return;
+    aggregator.clusterMetrics().then(
+      (text) => { worker.send({ type: AGGREGATE_REPLY, id: m.id, text }); },
+      () => { worker.send({ type: AGGREGATE_REPLY, id: m.id, text: '' }); },
+    );
+  };
+  cluster.on('message', onMessage);
+  return () => { cluster.off('message', onMessage); };
 }
