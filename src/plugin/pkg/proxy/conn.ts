@@ -1,0 +1,317 @@
+// One upstream connection: a connected UDP socket (its own source port, the
+// kernel drops datagrams from any other address) or a TCP / TLS stream. Each
+// carries at most one outstanding query; a reply is taken only when its ID and
+// question match the query (RFC 5452), anything else is skipped while waiting.
+
+import dgram from 'node:dgram';
+import net from 'node:net';
+import tls from 'node:tls';
+import { UpstreamError, errnoText, hostPort } from './errors.ts';
+
+export type Proto = 'udp' | 'tcp' | 'tcp-tls';
+
+interface Waiting {
+  query: Uint8Array;
+  qEnd: number;
+  id: number;
+  bufsize: number;
+  resolve: (reply: Buffer) => void;
+  reject: (e: UpstreamError) => void;
+  timer: NodeJS.Timeout;
+  /** A reply with the right ID but the wrong question: used only if nothing better arrives in time. */
+  mismatch: Buffer | undefined;
+}
+
+/** Offset just past the first question of a query (12 + name + 4); -1 when malformed. */
+export function questionEnd(wire: Uint8Array): number {
+  let p = 12;
+  const n = wire.length;
+  while (p < n) {
+    const l = wire[p]!;
+    if (l === 0) return p + 5 <= n ? p + 5 : -1;
+    if (l >= 0xc0) return p + 6 <= n ? p + 6 : -1;
+    p += l + 1;
+  }
+  return -1;
+}
+
+/** The reply's question equals the query's (one question, name compared ASCII case-insensitively, type, class). */
+export function questionMatches(query: Uint8Array, qEnd: number, reply: Uint8Array): boolean {
+  if (reply.length < qEnd) return false;
+  if (reply[4] !== 0 || reply[5] !== 1) return false;
+  for (let i = 12; i < qEnd; i++) {
+    let a = query[i]!, b = reply[i]!;
+    if (a === b) continue;
+    if (a >= 65 && a <= 90) a += 32;
+    if (b >= 65 && b <= 90) b += 32;
+    if (a !== b) return false;
+  }
+  return true;
+}
+
+/** CoreDNS truncateResponse: the header and question of an oversized reply, no records, TC set. */
+export function truncatedReply(reply: Buffer, qEnd: number): Buffer {
+  const out = Buffer.from(reply.subarray(0, qEnd));
+  out[2] = out[2]! | 0x02;
+  out.writeUInt16BE(0, 6);
+  out.writeUInt16BE(0, 8);
+  out.writeUInt16BE(0, 10);
+  return out;
+}
+
+export abstract class Conn {
+  readonly proto: Proto;
+  readonly remote: string;
+  created = Date.now();
+  used = Date.now();
+  closed = false;
+  /** Set when the connection came out of the cache (for ErrCachedClosed). */
+  reused = false;
+  protected waiting: Waiting | undefined;
+  protected local = '';
+
+  constructor(proto: Proto, remote: string) {
+    this.proto = proto;
+    this.remote = remote;
+  }
+
+  abstract close(): void;
+  protected abstract send(query: Uint8Array): void;
+
+  /** Send `query` (its ID already set) and wait up to `timeoutMs` for the matching reply. */
+  exchange(query: Uint8Array, qEnd: number, timeoutMs: number, bufsize: number): Promise<Buffer> {
+    if (this.closed) {
+      return Promise.reject(new UpstreamError('closed', `write ${this.netName()} ${this.local}->${this.remote}: use of closed network connection`, this.reused));
+    }
+    return new Promise<Buffer>((resolve, reject) => {
+      const timer = setTimeout(() => this.onTimeout(), timeoutMs);
+      this.waiting = { query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined };
+      try {
+        this.send(query);
+      } catch (e) {
+        this.fail(new UpstreamError('write', `write ${this.netName()} ${this.local}->${this.remote}: ${errnoText(e)}`, this.reused));
+      }
+    });
+  }
+
+  protected netName(): string {
+    return this.proto === 'udp' ? 'udp' : 'tcp';
+  }
+
+  private onTimeout(): void {
+    const w = this.waiting;
+    if (w === undefined) return;
+    if (w.mismatch !== undefined) {
+      // Only a reply with the wrong question came: hand it on (forward answers FORMERR, as CoreDNS).
+      this.waiting = undefined;
+      w.resolve(w.mismatch);
+      return;
+    }
+    this.fail(new UpstreamError('timeout', `read ${this.netName()} ${this.local}->${this.remote}: i/o timeout`));
+  }
+
+  /** Ends the outstanding exchange with an error and closes the connection (never given back). */
+  protected fail(e: UpstreamError): void {
+    const w = this.waiting;
+    this.waiting = undefined;
+    this.close();
+    if (w !== undefined) {
+      clearTimeout(w.timer);
+      w.reject(e);
+    }
+  }
+
+  /** A complete message arrived. */
+  protected deliver(m: Buffer): void {
+    const w = this.waiting;
+    if (w === undefined) return; // nobody asked: a late or unsolicited message
+    if (m.length < 12) return; // short read: skipped
+    if (((m[0]! << 8) | m[1]!) !== w.id) return; // wrong ID: skipped (out of order or spoofed)
+    if (this.proto === 'udp' && m.length > w.bufsize) {
+      if (m.length >= w.qEnd && questionMatches(w.query, w.qEnd, m)) {
+        this.finish(w, truncatedReply(m, w.qEnd));
+      }
+      return;
+    }
+    if ((m[2]! & 0x80) === 0 || !questionMatches(w.query, w.qEnd, m)) {
+      w.mismatch ??= m;
+      return;
+    }
+    this.finish(w, m);
+  }
+
+  private finish(w: Waiting, m: Buffer): void {
+    this.waiting = undefined;
+    clearTimeout(w.timer);
+    this.used = Date.now();
+    w.resolve(m);
+  }
+}
+
+export class UdpConn extends Conn {
+  private readonly sock: dgram.Socket;
+
+  constructor(sock: dgram.Socket, remote: string) {
+    super('udp', remote);
+    this.sock = sock;
+    try {
+      const a = sock.address();
+      this.local = hostPort(a.address, a.port);
+    } catch { /* not bound yet */ }
+    sock.on('message', (m) => { this.deliver(m); });
+    sock.on('error', (e) => {
+      this.fail(new UpstreamError((e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'refused' : 'other',
+        `read udp ${this.local}->${this.remote}: ${errnoText(e)}`));
+    });
+    sock.on('close', () => { this.closed = true; });
+    sock.unref();
+  }
+
+  protected send(query: Uint8Array): void {
+    this.sock.send(query, (err) => {
+      if (err) this.fail(new UpstreamError('write', `write udp ${this.local}->${this.remote}: ${errnoText(err)}`));
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    try { this.sock.close(); } catch { /* already closed */ }
+  }
+
+  /** Open a UDP socket on a fresh port, connected to host:port. */
+  static dial(host: string, port: number, source: string | undefined, timeoutMs: number): Promise<UdpConn> {
+    return new Promise((resolve, reject) => {
+      const v6 = host.includes(':');
+      const sock = dgram.createSocket({ type: v6 ? 'udp6' : 'udp4' });
+      const remote = hostPort(host, port);
+      let done = false;
+      const timer = setTimeout(() => {
+        if (done) return;
+        done = true;
+        try { sock.close(); } catch { /* ignore */ }
+        reject(new UpstreamError('dial', `dial udp ${remote}: i/o timeout`));
+      }, timeoutMs);
+      const onErr = (e: Error): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        try { sock.close(); } catch { /* ignore */ }
+        reject(new UpstreamError('dial', `dial udp ${remote}: ${errnoText(e)}`));
+      };
+      sock.once('error', onErr);
+      const connect = (): void => {
+        sock.connect(port, host, () => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          sock.off('error', onErr);
+          resolve(new UdpConn(sock, remote));
+        });
+      };
+      if (source !== undefined) sock.bind({ address: source, port: 0, exclusive: true }, connect);
+      else connect();
+    });
+  }
+}
+
+export interface TlsOptions {
+  servername?: string;
+  ca?: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  /** Skip verification (only when no CA is given and verification is off: not a CoreDNS option). */
+  insecure?: boolean;
+}
+
+export class StreamConn extends Conn {
+  private readonly sock: net.Socket;
+  private buf: Buffer = Buffer.alloc(0);
+
+  constructor(sock: net.Socket, proto: Proto, remote: string) {
+    super(proto, remote);
+    this.sock = sock;
+    this.local = hostPort(sock.localAddress ?? '', sock.localPort ?? 0);
+    sock.setNoDelay(true);
+    sock.on('data', (d) => { this.onData(d); });
+    const onEnd = (e?: Error): void => {
+      const wasClosed = this.closed;
+      this.closed = true;
+      if (this.waiting !== undefined && !wasClosed) {
+        if (e !== undefined && (e as NodeJS.ErrnoException).code !== undefined) {
+          this.fail(new UpstreamError('closed', `read tcp ${this.local}->${this.remote}: ${errnoText(e)}`, this.reused));
+        } else {
+          this.fail(new UpstreamError('closed', 'EOF', this.reused));
+        }
+      }
+    };
+    sock.on('error', onEnd);
+    sock.on('end', () => { onEnd(); });
+    sock.on('close', () => { onEnd(); });
+    sock.unref();
+  }
+
+  private onData(d: Buffer): void {
+    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    while (this.buf.length >= 2) {
+      const len = this.buf.readUInt16BE(0);
+      if (this.buf.length < 2 + len) break;
+      const m = this.buf.subarray(2, 2 + len);
+      this.buf = this.buf.subarray(2 + len);
+      this.deliver(Buffer.from(m));
+    }
+  }
+
+  protected send(query: Uint8Array): void {
+    const out = Buffer.allocUnsafe(query.length + 2);
+    out.writeUInt16BE(query.length, 0);
+    out.set(query, 2);
+    this.sock.write(out);
+  }
+
+  close(): void {
+    if (this.closed && this.sock.destroyed) return;
+    this.closed = true;
+    this.sock.destroy();
+  }
+
+  static dial(host: string, port: number, proto: Proto, source: string | undefined, timeoutMs: number, tlsOpts?: TlsOptions): Promise<StreamConn> {
+    return new Promise((resolve, reject) => {
+      const remote = hostPort(host, port);
+      let sock: net.Socket;
+      const secure = proto === 'tcp-tls';
+      if (secure) {
+        const o = tlsOpts ?? {};
+        sock = tls.connect({
+          host, port, localAddress: source, minVersion: 'TLSv1.2',
+          servername: o.servername ?? (net.isIP(host) ? undefined : host),
+          ca: o.ca, cert: o.cert, key: o.key,
+          rejectUnauthorized: o.insecure !== true,
+        });
+      } else {
+        sock = net.connect({ host, port, localAddress: source });
+      }
+      let done = false;
+      const timer = setTimeout(() => {
+        if (done) return;
+        done = true;
+        sock.destroy();
+        reject(new UpstreamError('dial', `dial tcp ${remote}: i/o timeout`));
+      }, timeoutMs);
+      sock.once('error', (e) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        sock.destroy();
+        const detail = (e as NodeJS.ErrnoException).code?.startsWith('E') ? `connect: ${errnoText(e)}` : errnoText(e);
+        reject(new UpstreamError('dial', `dial tcp ${remote}: ${detail}`));
+      });
+      sock.once(secure ? 'secureConnect' : 'connect', () => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(new StreamConn(sock, proto, remote));
+      });
+    });
+  }
+}
