@@ -8,6 +8,9 @@ import { loadCorefile } from '../core/loader.ts';
 import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
 import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
+import { runPrimary, printsBanner, reportWorkerReady } from './workers.ts';
+import cluster from 'node:cluster';
+import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
   { name: 'conf', kind: 'string', default: '', usage: 'Corefile to load (default "Corefile")' },
@@ -17,6 +20,7 @@ const FLAGS: FlagSpec[] = [
   { name: 'plugins', kind: 'bool', default: 'false', usage: 'List installed plugins' },
   { name: 'quiet', kind: 'bool', default: 'false', usage: 'Quiet mode (no initialization output)' },
   { name: 'version', kind: 'bool', default: 'false', usage: 'Show version' },
+  { name: 'workers', kind: 'string', default: '1', usage: 'nodens: serve with N worker processes (0 = one per CPU)' },
 ];
 
 function out(s: string): void { writeSync(1, s); }
@@ -56,8 +60,13 @@ export async function main(argv: string[]): Promise<void> {
   }
 
   const port = flag('dns.port');
-  const quiet = flag('quiet') === 'true';
   const pidfile = flag('pidfile');
+  const workers = parseWorkers(flag('workers'));
+  if (workers > 1 && cluster.isPrimary) {
+    await runPrimary(workers, pidfile);
+    return;
+  }
+  const quiet = flag('quiet') === 'true' || !printsBanner();
   let input;
   try {
     input = loadCorefile(flag('conf'), port);
@@ -76,7 +85,7 @@ export async function main(argv: string[]): Promise<void> {
   }
 
   if (!quiet) out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
-  if (pidfile !== '') {
+  if (pidfile !== '' && !cluster.isWorker) {
     try {
       writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 });
     } catch (e) {
@@ -85,8 +94,16 @@ export async function main(argv: string[]): Promise<void> {
   }
   await runtime.announceStart();
   if (!quiet) out(versionLines().join('\n') + '\n');
+  reportWorkerReady();
 
   installSignals(runtime, flag('conf'), port, pidfile);
+}
+
+/** -workers N: 0 means one per CPU. */
+function parseWorkers(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${JSON.stringify(v)}`);
+  return n === 0 ? availableParallelism() : n;
 }
 
 /** `2006/01/02 15:04:05` in local time, Go's default log prefix. */

@@ -1,0 +1,36 @@
+// -workers N: several processes share the port through SO_REUSEPORT; the
+// primary relays signals and a bad Corefile still fails once with exit 1.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { startProcess } from '../helpers/server.ts';
+import { dig, status } from '../helpers/dig.ts';
+
+function workerPids(primary: number): number[] {
+  try {
+    return execFileSync('pgrep', ['-P', String(primary)]).toString().trim().split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+test('-workers 2 serves from two processes and stops cleanly on SIGTERM', async () => {
+  const p = await startProcess('.:{PORT} {\n  whoami\n}\n', { args: ['-workers', '2'] });
+  try {
+    // bin/nodens execs node, so the spawned pid is the primary.
+    const pids = workerPids(p.proc.pid!);
+    assert.equal(pids.length, 2, `workers: ${pids.join(',')}`);
+    for (let i = 0; i < 20; i++) assert.equal(status(await dig(p.port, `q${i}.example.org`, 'A')), 'NOERROR');
+    // Only the first worker prints the banner.
+    assert.equal(p.stdout.filter((l) => l.startsWith('CoreDNS-')).length, 1);
+  } finally {
+    assert.equal(await p.stop('SIGTERM'), 0);
+  }
+});
+
+test('-workers 2 with a bad Corefile fails once with CoreDNS\'s error and exit 1', async () => {
+  const p = await startProcess('.:{PORT} {\n  nosuch\n}\n', { args: ['-workers', '2'], wait: false });
+  assert.equal(await p.exited, 1);
+  assert.equal(p.stderr.filter((l) => /Unknown directive 'nosuch'/.test(l)).length, 1, p.stderr.join('\n'));
+});
