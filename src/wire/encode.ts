@@ -486,6 +486,11 @@ export function encodeMessage(msg: Message, opts?: { compress?: boolean }): Buff
   return copyOut(len);
 }
 
+/** The message last encoded into the scratch buffer (by messageLength), copied out. Internal. */
+export function copyLastEncoded(len: number): Buffer {
+  return copyOut(len);
+}
+
 /** Exact wire length of `msg` with or without compression. */
 export function messageLength(msg: Message, compress: boolean): number {
   return encodeScratch(msg, compress);

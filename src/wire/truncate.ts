@@ -10,7 +10,7 @@
 //   - a message whose last additional record is a TSIG is never truncated (miekg); only the
 //     compressAbove rule applies to it.
 
-import { encodeMessage, encodeTruncated, messageLength } from './encode.ts';
+import { copyLastEncoded, encodeMessage, encodeTruncated, messageLength } from './encode.ts';
 import type { Message } from './types.ts';
 
 export function encodeWithin(
@@ -24,8 +24,8 @@ export function encodeWithin(
   const plainLen = messageLength(msg, false);
   if (plainLen <= size || tsig) {
     const above = opts.compressAbove;
-    const compress = above !== undefined && plainLen > above;
-    return { wire: encodeMessage(msg, { compress }), truncated: false };
+    if (above !== undefined && plainLen > above) return { wire: encodeMessage(msg, { compress: true }), truncated: false };
+    return { wire: copyLastEncoded(plainLen), truncated: false };
   }
   return encodeTruncated(msg, size);
 }
