@@ -89,7 +89,7 @@ test('extended rcode travels in the OPT record', () => {
   assert.throws(() => encodeMessage(m), WireError);
 });
 
-test('case is preserved; compression matches case-insensitively', () => {
+test('case is preserved; compression matches only identical suffixes, as miekg', () => {
   const m = newQuery('WwW.ExAmPlE.oRg.', 1);
   m.answer.push({ name: 'www.example.org.', type: 1, class: 1, ttl: 1, data: { address: '1.1.1.1' } });
   m.answer.push({ name: 'other.EXAMPLE.org.', type: 1, class: 1, ttl: 1, data: { address: '1.1.1.1' } });
@@ -97,8 +97,12 @@ test('case is preserved; compression matches case-insensitively', () => {
   assert.equal(plain.answer[1].name, 'other.EXAMPLE.org.');
   const comp = decodeMessage(encodeMessage(m, { compress: true }));
   assert.equal(comp.question[0].name, 'WwW.ExAmPlE.oRg.');
-  assert.equal(comp.answer[0].name, 'WwW.ExAmPlE.oRg.');
-  assert.equal(comp.answer[1].name, 'other.ExAmPlE.oRg.');
+  assert.equal(comp.answer[0].name, 'www.example.org.');
+  assert.equal(comp.answer[1].name, 'other.EXAMPLE.org.');
+  // identical suffixes are still shared: 'org.' of answer 2 points at answer 1's
+  const same = newQuery('www.example.org.', 1);
+  same.answer.push({ name: 'www.example.org.', type: 1, class: 1, ttl: 1, data: { address: '1.1.1.1' } });
+  assert.equal(encodeMessage(same, { compress: true }).length, 12 + 17 + 4 + 2 + 10 + 4);
 });
 
 test('SRV targets and DNAME are not compressed, NS/MX/CNAME/SOA are', () => {

@@ -4,8 +4,8 @@
 // Name compression (RFC 1035 4.1.4), when asked for: owner names, question names, and the names
 // inside the rdata of the types miekg/dns compresses (CNAME, MB, MD, MF, MG, MINFO, MR, MX, NS,
 // PTR, RT, SOA). Names elsewhere (SRV, DNAME, NAPTR, RRSIG, ...) are written in full but still
-// registered as pointer targets, as miekg does. Suffix matching is ASCII case-insensitive: a
-// suffix takes the letter case of its first occurrence in the message (miekg matches exactly).
+// registered as pointer targets, as miekg does. Suffix matching is exact, letter case included, as
+// in miekg: a pointer never changes the case a client sees (0x20 randomisation survives).
 //
 // Names are presentation form; a name without the trailing dot is treated as fully qualified.
 // Records whose data is OpaqueData (`raw`) are written byte for byte, whatever their type.
@@ -67,17 +67,13 @@ function isDigit(c: number): boolean {
 }
 
 // Compression works on the bytes already written, not on strings: each name is first written in
-// full; then, from its longest suffix down, a hash of the (lower-cased) wire suffix is looked up
+// full; then, from its longest suffix down, a hash of the wire suffix is looked up
 // in CT (hash → offset of an earlier occurrence), verified byte by byte, and the tail replaced by
 // a pointer. No string hashing or slicing on the hot path.
 const labelPos = new Int32Array(130);
 const suffixHash = new Int32Array(130);
 
-function lc(c: number): number {
-  return c >= 65 && c <= 90 ? c | 0x20 : c;
-}
-
-/** Wire name at `a` (uncompressed) equals the one at `b` (may use pointers), ignoring ASCII case. */
+/** Wire name at `a` (uncompressed) equals the one at `b` (may use pointers), byte for byte. */
 function suffixEqual(a: number, b: number): boolean {
   for (let guard = 0; guard < 256; guard++) {
     let lb = S[b];
@@ -88,7 +84,7 @@ function suffixEqual(a: number, b: number): boolean {
     const la = S[a];
     if (la !== lb) return false;
     if (la === 0) return true;
-    for (let i = 1; i <= la; i++) if (lc(S[a + i]) !== lc(S[b + i])) return false;
+    for (let i = 1; i <= la; i++) if (S[a + i] !== S[b + i]) return false;
     a += la + 1;
     b += lb + 1;
   }
@@ -156,7 +152,7 @@ function writeName(name: string, compress: boolean): void {
     const p = labelPos[k];
     const l = S[p];
     h = Math.imul(h ^ l, 0x01000193);
-    for (let j = 1; j <= l; j++) h = Math.imul(h ^ lc(S[p + j]), 0x01000193);
+    for (let j = 1; j <= l; j++) h = Math.imul(h ^ S[p + j], 0x01000193);
     suffixHash[k] = h;
   }
   for (let k = 0; k < nl; k++) {
