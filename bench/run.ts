@@ -396,14 +396,17 @@ function machine(bins: Bins): string[] {
     `- date: ${new Date().toISOString()}`,
     `- CPUs: ${sh('nproc', [])} × ${cpu}`,
     `- kernel: ${sh('uname', ['-srm'])}`,
-    `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB; load average when the run started: ${loadAtStart}`,
     `- Node: ${process.version} (nodens runs on the project's Node 24)`,
     `- Go: ${sh('go', ['version'])}`,
+    `- nodens: ${bins.nodens ? `commit ${sh('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'])}${sh('git', ['-C', REPO, 'status', '--porcelain', '--', 'src', 'bin']) ? ' + uncommitted changes in src/ or bin/' : ''}` : 'not built'}`,
     `- CoreDNS: ${sh(bins.coredns, ['-version']).split('\n')[0]} (${bins.coredns.replace(REPO + '/', '')}, built by scripts/coredns-reference.sh)`,
     `- unbound: ${sh('unbound', ['-V']).split('\n')[0]}`,
     `- dnsperf: ${sh('dnsperf', ['-h']).split('\n').find((l) => l.startsWith('Version')) ?? '?'}`,
   ];
 }
+
+const loadAtStart = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 
 const fmt = (v: number | undefined, d = 1) => (v === undefined || Number.isNaN(v) ? '–' : v.toFixed(d));
 
@@ -509,6 +512,7 @@ async function main(): Promise<number> {
     '  every response\'s latency (this dnsperf has no histogram option); `-v` costs dnsperf a little time per query.',
     '- peak RSS is `VmHWM` from /proc/<pid>/status at the end of the run; CPU is the utime+stime delta of',
     '  /proc/<pid>/stat over the measured run (warm-up excluded), per 100k completed queries. Both include child processes.',
+    '- Single runs, not medians: on a shared 2-core machine other work shows up as noise (see the load average above).',
     '- startup is the time from spawning the process to its first answer (UDP probe every 2 ms); idle RSS is `VmRSS` 1 s after that.',
     '',
     '## Scenarios',
@@ -531,6 +535,22 @@ async function main(): Promise<number> {
     '| --- | --- |',
     ...Object.entries(fill).map(([k, v]) => `| ${k} | ${v} |`),
     '',
+    '## Configurations',
+    '',
+    'Corefile of nodens and CoreDNS (`UP` = the upstream\'s port), and what unbound gets in its `server:` clause:',
+    '',
+    ...scenarios.filter((s) => !s.unavailable).flatMap((s) => [
+      `**${s.name}**`,
+      '',
+      '```',
+      s.corefile({ upstreamPort: 0, smoke: o.smoke }).replace(':0\n', ':UP\n').trimEnd(),
+      '```',
+      '',
+      '```',
+      (s.name === 'hosts' ? s.unboundServer(ctx).split('\n').slice(0, 3).join('\n') + '\n    ...' : s.unboundServer({ upstreamPort: 0, smoke: o.smoke }).replace('@0\n', '@UP\n')).trimEnd(),
+      '```',
+      '',
+    ]),
     '## Commands',
     '',
     '```',
@@ -538,7 +558,7 @@ async function main(): Promise<number> {
     upArgv.join(' ').replace(tmp, '$TMP'),
     ...rows.filter((r) => r.serverCommand).flatMap((r) => [
       `# ${r.scenario} / ${r.server}`,
-      (r.serverCommand ?? '').replaceAll(tmp, '$TMP'),
+      (r.serverCommand ?? '').replaceAll(tmp, '$TMP').replaceAll(`${REPO}/`, ''),
       (r.perf?.command ?? '').replaceAll(tmp, '$TMP'),
     ]),
     '```',
