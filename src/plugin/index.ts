@@ -7,6 +7,7 @@ import { plugin as bind } from './bind/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
+import { plugin as forward } from './forward/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
 import { plugin as log } from './log/setup.ts';
 import { plugin as minimal } from './minimal/setup.ts';
@@ -18,6 +19,7 @@ export const builtinPlugins: PluginDefinition[] = [
   chaos,
   debug,
   errors,
+  forward,
   hosts,
   log,
   minimal,

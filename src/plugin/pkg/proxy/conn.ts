@@ -282,8 +282,9 @@ export class StreamConn extends Conn {
       const secure = proto === 'tcp-tls';
       if (secure) {
         const o = tlsOpts ?? {};
+        const raw = source !== undefined ? net.connect({ host, port, localAddress: source }) : undefined;
         sock = tls.connect({
-          host, port, localAddress: source, minVersion: 'TLSv1.2',
+          socket: raw, host, port, minVersion: 'TLSv1.2',
           servername: o.servername ?? (net.isIP(host) ? undefined : host),
           ca: o.ca, cert: o.cert, key: o.key,
           rejectUnauthorized: o.insecure !== true,

@@ -1,0 +1,383 @@
+// forward: sends queries to upstream resolvers (CoreDNS plugin/forward), with
+// CoreDNS's per-query algorithm (policy order, 5 s deadline, connect-attempt
+// cap, health checks after failures, failover/next rcodes) and nodens's
+// additions: coalescing of identical in-flight queries, attempts bounded by
+// the deadline, periodic health checks and resolv.conf files followed live.
+
+import { statSync } from 'node:fs';
+import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
+import { PluginError } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import { encodeMessage } from '../../wire/encode.ts';
+import { replyTo } from '../../wire/message.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { nameMatches } from '../pkg/zones.ts';
+import { SingleFlight } from '../pkg/singleflight.ts';
+import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
+import { questionEnd, questionMatches } from '../pkg/proxy/conn.ts';
+import { UpstreamError } from '../pkg/proxy/errors.ts';
+import type { Policy } from './policy.ts';
+import { RandomPolicy } from './policy.ts';
+import { coalescedCount, healthcheckBrokenCount, maxConcurrentRejectCount } from './metrics.ts';
+import { readResolvConf, stripZone } from './resolvconf.ts';
+
+const SERVFAIL = 2;
+const REFUSED = 5;
+const FORMERR = 1;
+/** CoreDNS defaultTimeout: the whole per-query budget. */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+export const ErrNoHealthy = 'no healthy proxies';
+
+/** One upstream as configured: an address, or a nameserver line of a TO file. */
+export interface UpstreamSpec {
+  kind: UpstreamKind;
+  host: string;
+  port: number;
+  /** per-upstream TLS server name (`tls://IP%NAME`) */
+  serverName?: string;
+  origin: Origin;
+}
+
+/** A TO argument: an address, or a resolv.conf-style file that yields addresses. */
+export type ToEntry =
+  | { type: 'addr'; spec: UpstreamSpec }
+  | { type: 'file'; path: string; origin: Origin; specs: UpstreamSpec[]; stamp: string };
+
+export interface ForwardOptions {
+  from: string;
+  ignored: string[];
+  maxFails: number;
+  /** undefined: CoreDNS's default, 2 × number of upstreams. */
+  maxConnectAttempts: number | undefined;
+  policy: Policy;
+  forceTcp: boolean;
+  preferUdp: boolean;
+  maxConcurrent: number;
+  nextRcodes: number[];
+  nextOnNodata: boolean;
+  failfast: boolean;
+  failoverRcodes: number[];
+  /** nodens: coalesce identical in-flight queries (default on). */
+  coalesce: boolean;
+  /** nodens: poll TO files for changes every N ms; 0 = read once (CoreDNS). */
+  resolvConfReloadMs: number;
+  proxy: ProxyOptions;
+}
+
+interface Outcome {
+  reply?: Buffer;
+  err?: Error;
+  proxy?: Proxy;
+}
+
+/** What a plugin such as `loop` sees of an upstream. */
+export interface UpstreamInfo {
+  addr: string;
+  kind: UpstreamKind;
+  origin: Origin;
+  quarantined: boolean;
+  /** Not down by health checks. */
+  healthy: boolean;
+}
+
+function stampOf(path: string): string {
+  try {
+    const st = statSync(path, { bigint: true });
+    return `${st.ino}:${st.size}:${st.mtimeNs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+export function specKey(s: { kind: UpstreamKind; host: string; port: number }): string {
+  return `${s.kind}|${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`;
+}
+
+/** The nameserver lines of a TO file as upstream specs (plain DNS, port 53, zone dropped). */
+export function specsFromFile(path: string): UpstreamSpec[] {
+  return readResolvConf(path).map((ns) => ({
+    kind: 'dns' as const, host: stripZone(ns.address), port: 53,
+    origin: { file: path, line: ns.line, source: 'resolvconf' as const },
+  }));
+}
+
+export class Forward implements Handler {
+  readonly name = 'forward';
+  next: Handler | undefined;
+  readonly opts: ForwardOptions;
+  readonly to: ToEntry[];
+  /** The upstreams in configuration order (deduplicated, first wins). */
+  proxies: Proxy[] = [];
+  private active: Proxy[] = [];
+  private concurrent = 0;
+  private readonly flights = new SingleFlight<Outcome>();
+  private readonly random = new RandomPolicy();
+  private watcher: NodeJS.Timeout | undefined;
+  private readonly log: PluginLogger | undefined;
+  private started = false;
+  private readonly limitMessage: string;
+
+  constructor(opts: ForwardOptions, to: ToEntry[], log?: PluginLogger) {
+    this.opts = opts;
+    this.to = to;
+    this.log = log;
+    this.limitMessage = `concurrent queries exceeded maximum ${opts.maxConcurrent}`;
+    this.rebuild();
+  }
+
+  /** Number of upstreams. */
+  get len(): number {
+    return this.proxies.length;
+  }
+
+  private makeProxy(s: UpstreamSpec): Proxy {
+    const o = this.opts.proxy;
+    let tls = o.tls;
+    if (s.kind === 'tls' && s.serverName !== undefined) tls = { ...(tls ?? {}), servername: s.serverName };
+    const opts: ProxyOptions = { ...o, tls: s.kind === 'tls' ? (tls ?? {}) : undefined };
+    return new Proxy(s.host, s.port, s.kind, s.origin, opts);
+  }
+
+  /** (Re)build the upstream list from the TO entries, keeping Proxy objects (and their health) that stay. */
+  private rebuild(): void {
+    const old = new Map<string, Proxy>();
+    for (const p of this.proxies) old.set(specKey(p), p);
+    const seen = new Set<string>();
+    const next: Proxy[] = [];
+    for (const t of this.to) {
+      const specs = t.type === 'addr' ? [t.spec] : t.specs;
+      for (const s of specs) {
+        const k = specKey(s);
+        if (seen.has(k)) continue;
+        seen.add(k);
+        let p = old.get(k);
+        if (p === undefined) {
+          p = this.makeProxy(s);
+          if (this.started) p.start();
+        } else {
+          old.delete(k);
+        }
+        next.push(p);
+      }
+    }
+    for (const p of old.values()) p.stop();
+    this.proxies = next;
+    this.refreshActive();
+  }
+
+  private refreshActive(): void {
+    this.active = this.proxies.filter((p) => !p.quarantined);
+  }
+
+  onStartup(): void {
+    this.started = true;
+    for (const p of this.proxies) p.start();
+    const every = this.opts.resolvConfReloadMs;
+    if (every > 0 && this.to.some((t) => t.type === 'file') && this.watcher === undefined) {
+      this.watcher = setInterval(() => { this.checkFiles(); }, every);
+      this.watcher.unref();
+    }
+  }
+
+  onShutdown(): void {
+    this.started = false;
+    if (this.watcher !== undefined) clearInterval(this.watcher);
+    this.watcher = undefined;
+    for (const p of this.proxies) p.stop();
+  }
+
+  /** Re-read TO files whose inode, size or mtime changed. */
+  checkFiles(): void {
+    let changed = false;
+    for (const t of this.to) {
+      if (t.type !== 'file') continue;
+      const stamp = stampOf(t.path);
+      if (stamp === t.stamp) continue;
+      t.stamp = stamp;
+      let specs: UpstreamSpec[];
+      try {
+        specs = specsFromFile(t.path);
+      } catch (e) {
+        this.log?.warning(`Failed to re-read ${t.path}: ${e instanceof Error ? e.message : String(e)}; keeping its upstreams`);
+        continue;
+      }
+      if (specs.length === 0) {
+        this.log?.warning(`No nameservers in ${t.path} any more; keeping its previous upstreams`);
+        continue;
+      }
+      t.specs = specs;
+      changed = true;
+    }
+    if (!changed) return;
+    const before = this.proxies.map((p) => p.addr).join(', ');
+    this.rebuild();
+    const after = this.proxies.map((p) => p.addr).join(', ');
+    if (before !== after) this.log?.info(`Upstreams changed from [${before}] to [${after}]`);
+  }
+
+  // --- the API a loop-detection plugin uses ---------------------------------------------------
+
+  upstreams(): UpstreamInfo[] {
+    return this.proxies.map((p) => ({
+      addr: p.addr, kind: p.kind, origin: p.origin, quarantined: p.quarantined, healthy: !p.down(this.opts.maxFails),
+    }));
+  }
+
+  /** Take the upstream with address `addr` out of rotation (true) or put it back (false); false when unknown. */
+  quarantine(addr: string, on: boolean): boolean {
+    let found = false;
+    for (const p of this.proxies) {
+      if (p.addr === addr) {
+        p.quarantined = on;
+        found = true;
+      }
+    }
+    if (found) this.refreshActive();
+    return found;
+  }
+
+  // --- serving ------------------------------------------------------------------------------------
+
+  private match(name: string): boolean {
+    if (!nameMatches(this.opts.from, name)) return false;
+    if (name === this.opts.from) return true;
+    const ig = this.opts.ignored;
+    for (let i = 0; i < ig.length; i++) if (nameMatches(ig[i]!, name)) return false;
+    return true;
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    if (!this.match(req.name)) return nextOrFailure(this.name, this.next, req, w);
+    const max = this.opts.maxConcurrent;
+    if (max > 0 && this.concurrent >= max) {
+      maxConcurrentRejectCount.inc();
+      throw new PluginError(REFUSED, this.limitMessage);
+    }
+    this.concurrent++;
+    return this.serve(req, w);
+  }
+
+  private async serve(req: Request, w: ResponseWriter): Promise<number> {
+    try {
+      const msg = req.msg;
+      let query: Buffer;
+      try {
+        query = encodeMessage(msg);
+      } catch (e) {
+        throw new PluginError(FORMERR, e instanceof Error ? e.message : String(e));
+      }
+      const qEnd = questionEnd(query);
+      const o = this.opts;
+      const proto: 'udp' | 'tcp' = o.forceTcp ? 'tcp' : o.preferUdp ? 'udp' : req.proto;
+      const bufsize = req.size;
+      let outcome: Outcome;
+      let shared = false;
+      if (o.coalesce && msg.opcode === 0 && msg.question.length === 1) {
+        const e = msg.edns;
+        const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
+          + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
+        const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize));
+        shared = f.shared;
+        if (shared) coalescedCount.inc();
+        outcome = await f.promise;
+      } else {
+        outcome = await this.resolve(query, qEnd, proto, bufsize);
+      }
+      const proxy = outcome.proxy;
+      if (proxy !== undefined) req.setMetadata('forward/upstream', proxy.addr);
+      if (outcome.reply === undefined) {
+        throw new PluginError(SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
+      }
+      const out = Buffer.from(outcome.reply);
+      out[0] = msg.id >> 8;
+      out[1] = msg.id & 0xff;
+      if ((out[2]! & 0x80) === 0 || !questionMatches(query, qEnd, out)) {
+        // CoreDNS: a reply that does not match the question is answered with FORMERR.
+        const formerr = replyTo(msg);
+        formerr.rcode = FORMERR;
+        w.writeMsg(formerr);
+        return 0;
+      }
+      if (shared) out.set(query.subarray(12, qEnd), 12);
+      const rcode = out[3]! & 0x0f;
+      if (this.next instanceof Forward || (this.next !== undefined && this.next.name === 'forward')) {
+        const nodata = o.nextOnNodata && rcode === 0 && out[6] === 0 && out[7] === 0;
+        if (nodata || o.nextRcodes.includes(rcode)) return await nextOrFailure(this.name, this.next, req, w);
+      }
+      w.writeWire(out);
+      return 0;
+    } finally {
+      this.concurrent--;
+    }
+  }
+
+  /** The per-query upstream loop: a reply (matching or not), or the last error. */
+  private async resolve(query: Buffer, qEnd: number, proto: 'udp' | 'tcp', bufsize: number): Promise<Outcome> {
+    const o = this.opts;
+    const all = this.active;
+    const n = all.length;
+    if (n === 0) return { err: new Error(ErrNoHealthy) };
+    const list = n === 1 ? all : o.policy.list(all);
+    const cap = o.maxConnectAttempts ?? 2 * n;
+    const deadline = Date.now() + DEFAULT_TIMEOUT_MS;
+    let i = 0;
+    let fails = 0;
+    let failovers = 0;
+    let attempts = 0;
+    let upstreamErr: Error | undefined;
+    while (Date.now() < deadline && (cap === 0 || attempts < cap)) {
+      if (i >= list.length) {
+        i = 0;
+        fails = 0;
+      }
+      let proxy = list[i++]!;
+      if (proxy.down(o.maxFails)) {
+        fails++;
+        if (fails < n) continue;
+        healthcheckBrokenCount.inc();
+        if (o.failfast) break;
+        proxy = this.random.list(all)[0]!;
+      }
+      let p = proto;
+      let reply: Buffer | undefined;
+      let err: Error | undefined;
+      for (;;) {
+        reply = undefined;
+        err = undefined;
+        const left = deadline - Date.now();
+        const timeout = Math.max(1, Math.min(o.proxy.readTimeoutMs, left));
+        try {
+          reply = await proxy.connect(query, p, bufsize, timeout);
+        } catch (e) {
+          err = e instanceof Error ? e : new Error(String(e));
+          if (e instanceof UpstreamError && e.cachedClosed) continue;
+        }
+        if (reply !== undefined && (reply[2]! & 0x02) !== 0 && !o.forceTcp && o.preferUdp && p === 'udp') {
+          p = 'tcp';
+          continue;
+        }
+        break;
+      }
+      if (err !== undefined || reply === undefined) {
+        upstreamErr = err;
+        if (o.maxFails !== 0) proxy.healthcheck();
+        if (cap > 0) {
+          attempts++;
+          if (attempts >= cap) break;
+        }
+        if (fails < n) continue;
+        break;
+      }
+      if ((reply[2]! & 0x80) === 0 || !questionMatches(query, qEnd, reply)) return { reply, proxy };
+      const rcode = reply[3]! & 0x0f;
+      if (o.failoverRcodes.length > 0 && o.failoverRcodes.includes(rcode) && failovers < n - 1) {
+        failovers++;
+        fails++;
+        continue;
+      }
+      return { reply, proxy };
+    }
+    return { err: upstreamErr ?? new Error(ErrNoHealthy) };
+  }
+}

@@ -1,0 +1,126 @@
+// The connection cache of one upstream (CoreDNS plugin/pkg/proxy persistent.go):
+// idle connections per protocol, reused oldest first (source-port diversity),
+// not reused when idle longer than `expire` or older than `maxAge`, at most
+// `maxIdleConns` kept per protocol; a sweep every 10 s closes stale ones. The
+// dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
+
+import { Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
+import { UpstreamError } from './errors.ts';
+import { connCacheHitsCount, connCacheMissesCount } from './metrics.ts';
+
+const MIN_DIAL_MS = 1000;
+const MAX_DIAL_MS = 30000;
+const AVG_WEIGHT = 4;
+const SWEEP_MS = 10000;
+
+export interface TransportOptions {
+  expireMs: number;
+  maxAgeMs: number;
+  maxIdleConns: number;
+  source: string | undefined;
+  tls: TlsOptions | undefined;
+}
+
+export class Transport {
+  readonly host: string;
+  readonly port: number;
+  readonly addr: string;
+  readonly proxyName: string;
+  opts: TransportOptions;
+  private readonly pools: Record<Proto, Conn[]> = { udp: [], tcp: [], 'tcp-tls': [] };
+  private avgDialMs = MAX_DIAL_MS / 2;
+  private sweeper: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(host: string, port: number, addr: string, proxyName: string, opts: TransportOptions) {
+    this.host = host;
+    this.port = port;
+    this.addr = addr;
+    this.proxyName = proxyName;
+    this.opts = opts;
+  }
+
+  start(): void {
+    if (this.sweeper !== undefined) return;
+    this.stopped = false;
+    this.sweeper = setInterval(() => { this.sweep(); }, SWEEP_MS);
+    this.sweeper.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    this.sweeper = undefined;
+    for (const p of Object.values(this.pools)) {
+      for (const c of p) c.close();
+      p.length = 0;
+    }
+  }
+
+  dialTimeoutMs(): number {
+    const rt = this.avgDialMs;
+    if (rt < MIN_DIAL_MS) return MIN_DIAL_MS;
+    if (rt < MAX_DIAL_MS / 2) return 2 * rt;
+    return MAX_DIAL_MS;
+  }
+
+  private observeDial(ms: number): void {
+    this.avgDialMs += (ms - this.avgDialMs) / AVG_WEIGHT;
+  }
+
+  /** A cached connection or a new one; `cached` tells which. */
+  async dial(proto: Proto): Promise<Conn> {
+    if (this.opts.tls !== undefined) proto = 'tcp-tls';
+    if (this.stopped) throw new UpstreamError('stopped', 'proxy: transport stopped');
+    const pool = this.pools[proto];
+    const now = Date.now();
+    while (pool.length > 0) {
+      const c = pool.shift()!;
+      if (c.closed) continue;
+      if (now - c.used > this.opts.expireMs || (this.opts.maxAgeMs > 0 && now - c.created > this.opts.maxAgeMs)) {
+        c.close();
+        continue;
+      }
+      connCacheHitsCount.labels(this.proxyName, this.addr, proto).inc();
+      c.reused = true;
+      return c;
+    }
+    connCacheMissesCount.labels(this.proxyName, this.addr, proto).inc();
+    const t0 = Date.now();
+    const timeout = this.dialTimeoutMs();
+    try {
+      if (proto === 'udp') return await UdpConn.dial(this.host, this.port, this.opts.source, timeout);
+      return await StreamConn.dial(this.host, this.port, proto, this.opts.source, timeout, this.opts.tls);
+    } finally {
+      this.observeDial(Date.now() - t0);
+    }
+  }
+
+  /** Give a healthy connection back for reuse. */
+  yield(c: Conn): void {
+    if (c.closed || this.stopped) { c.close(); return; }
+    const pool = this.pools[c.proto];
+    if (this.opts.maxIdleConns > 0 && pool.length >= this.opts.maxIdleConns) { c.close(); return; }
+    c.used = Date.now();
+    pool.push(c);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const p of Object.values(this.pools)) {
+      let keep = 0;
+      for (let i = 0; i < p.length; i++) {
+        const c = p[i]!;
+        const stale = c.closed || now - c.used > this.opts.expireMs || (this.opts.maxAgeMs > 0 && now - c.created > this.opts.maxAgeMs);
+        if (stale) c.close();
+        else p[keep++] = c;
+      }
+      p.length = keep;
+    }
+  }
+
+  /** Idle connections per protocol (tests, debugging). */
+  idle(proto: Proto): number {
+    return this.pools[proto].length;
+  }
+}
