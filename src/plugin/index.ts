@@ -8,9 +8,14 @@ import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
+import { plugin as health } from './health/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
+import { plugin as kubernetes } from './kubernetes/setup.ts';
 import { plugin as log } from './log/setup.ts';
 import { plugin as minimal } from './minimal/setup.ts';
+import { plugin as prometheus } from './prometheus/setup.ts';
+import { plugin as ready } from './ready/setup.ts';
+import { plugin as reload } from './reload/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
@@ -20,8 +25,13 @@ export const builtinPlugins: PluginDefinition[] = [
   debug,
   errors,
   forward,
+  health,
   hosts,
+  kubernetes,
   log,
   minimal,
+  prometheus,
+  ready,
+  reload,
   whoami,
 ];

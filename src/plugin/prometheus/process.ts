@@ -1,0 +1,138 @@
+// The process_* metrics of Go's Prometheus process collector (what CoreDNS's
+// /metrics shows), read from /proc at scrape time, with Go's names and help
+// texts. Under several workers the aggregator sums what adds up (CPU, memory,
+// descriptors) and keeps one value of the rest.
+
+import { readFileSync, readdirSync } from 'node:fs';
+import client from 'prom-client';
+import { registry } from '../pkg/metrics.ts';
+
+const PAGE_SIZE = 4096;
+const CLOCK_TICKS = 100;
+
+function readProc(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** /proc/self/stat fields after the command name (field 3 is index 0). */
+function statFields(): string[] | undefined {
+  const s = readProc('/proc/self/stat');
+  if (s === undefined) return undefined;
+  return s.slice(s.lastIndexOf(')') + 2).split(' ');
+}
+
+function bootTime(): number | undefined {
+  const s = readProc('/proc/stat');
+  const m = s === undefined ? null : /^btime (\d+)$/m.exec(s);
+  return m === null ? undefined : Number(m[1]);
+}
+
+function limit(name: string): number | undefined {
+  const s = readProc('/proc/self/limits');
+  if (s === undefined) return undefined;
+  for (const line of s.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const soft = line.slice(name.length).trim().split(/\s+/)[0];
+    if (soft === 'unlimited') return 18446744073709551615;
+    return soft === undefined ? undefined : Number(soft);
+  }
+  return undefined;
+}
+
+function netTotals(): { rx: number; tx: number } | undefined {
+  const s = readProc('/proc/self/net/dev');
+  if (s === undefined) return undefined;
+  let rx = 0;
+  let tx = 0;
+  for (const line of s.split('\n').slice(2)) {
+    const colon = line.indexOf(':');
+    if (colon < 0) continue;
+    const f = line.slice(colon + 1).trim().split(/\s+/);
+    rx += Number(f[0] ?? 0);
+    tx += Number(f[8] ?? 0);
+  }
+  return { rx, tx };
+}
+
+function setGauge(g: client.Gauge, v: number | undefined): void {
+  if (v !== undefined && Number.isFinite(v)) g.set(v);
+}
+
+function setCounter(c: client.Counter, v: number | undefined): void {
+  if (v === undefined || !Number.isFinite(v)) return;
+  c.reset();
+  c.inc(v);
+}
+
+const startTime = (() => {
+  const f = statFields();
+  const bt = bootTime();
+  if (f === undefined || bt === undefined) return Math.round((Date.now() - process.uptime() * 1000) / 10) / 100;
+  return bt + Number(f[19]) / CLOCK_TICKS;
+})();
+
+new client.Counter({
+  name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [registry],
+  collect() {
+    const f = statFields();
+    if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
+  },
+});
+
+new client.Gauge({
+  name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [registry], aggregator: 'max',
+  collect() { setGauge(this, limit('Max open files')); },
+});
+
+new client.Counter({
+  name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
+  registers: [registry], aggregator: 'max',
+  collect() { setCounter(this, netTotals()?.rx); },
+});
+
+new client.Counter({
+  name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
+  registers: [registry], aggregator: 'max',
+  collect() { setCounter(this, netTotals()?.tx); },
+});
+
+new client.Gauge({
+  name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [registry],
+  collect() {
+    try {
+      setGauge(this, readdirSync('/proc/self/fd').length);
+    } catch { /* not on Linux */ }
+  },
+});
+
+new client.Gauge({
+  name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [registry],
+  collect() {
+    const f = statFields();
+    setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
+  },
+});
+
+new client.Gauge({
+  name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
+  registers: [registry], aggregator: 'min',
+  collect() { setGauge(this, startTime); },
+});
+
+new client.Gauge({
+  name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [registry],
+  collect() {
+    const f = statFields();
+    if (f !== undefined) setGauge(this, Number(f[20]));
+  },
+});
+
+new client.Gauge({
+  name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
+  registers: [registry], aggregator: 'max',
+  collect() { setGauge(this, limit('Max address space')); },
+});

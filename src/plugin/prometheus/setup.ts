@@ -1,0 +1,123 @@
+// prometheus [ADDRESS] { runtime_metrics; tls CONFIG_FILE }
+//
+// Serves /metrics (the shared registry: every plugin's metrics, the server
+// metrics below and Go-style process_* metrics) on ADDRESS, default
+// localhost:9153, and records every query of its block (handler.ts).
+
+import type { InstanceServices, PluginDefinition } from '../plugin.ts';
+import { COREDNS_VERSION } from '../../core/directives.ts';
+import { NODENS_VERSION } from '../../version.ts';
+import { gauge, metricsContentType, metricsText } from '../pkg/metrics.ts';
+import { httpSite, joinHostPort, splitHostPort } from '../pkg/httpserver.ts';
+import { hostsEntries, hostsReload } from '../hosts/metrics.ts';
+import { Metrics } from './handler.ts';
+import { buildInfo, panics, pluginEnabled, reportDropped } from './vars.ts';
+import './process.ts';
+
+export const DEFAULT_ADDR = 'localhost:9153';
+
+// Values other plugins keep for the prometheus plugin to expose.
+const hostsEntriesGauge = gauge('coredns_hosts_entries', 'The combined number of entries in hosts and Corefile.', ['hostsfile']);
+const hostsReloadGauge = gauge('coredns_hosts_reload_timestamp_seconds', 'The timestamp of the last reload of hosts file.');
+
+function refreshForeign(): void {
+  for (const [file, n] of hostsEntries) hostsEntriesGauge.set({ hostsfile: file }, n);
+  hostsReloadGauge.set(hostsReload.timestampSeconds);
+}
+
+async function serveMetrics(res: import('node:http').ServerResponse): Promise<void> {
+  refreshForeign();
+  let text: string;
+  try {
+    text = await metricsText();
+  } catch (e) {
+    res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end(`An error has occurred while serving metrics:\n\n${e instanceof Error ? e.message : String(e)}\n`);
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': metricsContentType() });
+  res.end(text);
+}
+
+/** The instance whose blocks set coredns_plugin_enabled last. */
+let enabledBy: InstanceServices | undefined;
+
+/** coredns_plugin_enabled: one series per chain plugin of every block with prometheus, per listen host. */
+function setPluginEnabled(inst: InstanceServices): void {
+  pluginEnabled.reset();
+  enabledBy = inst;
+  for (const b of inst.blockConfigs()) {
+    if (!b.pluginNames.includes('prometheus')) continue;
+    for (const h of b.listenHosts) {
+      const server = `${b.transport}://${joinHostPort(h, b.port)}`;
+      for (const name of b.pluginNames) pluginEnabled.set({ server, zone: b.zones[0] ?? '.', view: '', name }, 1);
+    }
+  }
+}
+
+export const plugin: PluginDefinition = {
+  name: 'prometheus',
+  setup(c) {
+    const d = c.dispenser;
+    let addr = DEFAULT_ADDR;
+    let tlsConfig = '';
+    let i = 0;
+    while (d.next()) {
+      if (i > 0) throw new Error('plugin/prometheus: this plugin can only be used once per Server Block');
+      i++;
+      const args = d.remainingArgs();
+      if (args.length === 1) {
+        addr = args[0]!;
+        splitHostPort(addr);
+      } else if (args.length > 1) {
+        throw d.argErr();
+      }
+      while (d.nextBlock()) {
+        switch (d.val()) {
+          case 'runtime_metrics':
+            // Go runtime metrics have no Node.js counterpart; accepted so Corefiles keep working.
+            if (d.remainingArgs().length !== 0) throw d.argErr();
+            break;
+          case 'tls': {
+            if (tlsConfig !== '') throw d.err('tls block already specified');
+            const rest = d.remainingArgs();
+            if (rest.length !== 1) throw d.argErr();
+            tlsConfig = rest[0]!;
+            // Serving /metrics in plain text when TLS was asked for would be worse than refusing.
+            throw d.err('tls is not supported by nodens yet');
+          }
+          default:
+            throw d.err(`unknown option: ${d.val()}`);
+        }
+      }
+    }
+
+    buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
+
+    const site = httpSite(c);
+    site.mount(addr, '/metrics', (_req, res) => { void serveMetrics(res); }, 'log-metrics');
+
+    // Once per instance: watch the server's own replies and panics, and set coredns_plugin_enabled.
+    let first = false;
+    c.instance.shared('prometheus/instance', () => { first = true; return true; });
+    if (first) {
+      const inst = c.instance;
+      c.onStartup(() => {
+        inst.observeServing({ onPanic: () => { panics.inc(); }, onDropped: reportDropped });
+        setPluginEnabled(inst);
+      });
+      c.onRestartFailed(() => { setPluginEnabled(inst); });
+      c.onShutdown(() => {
+        // Replaced by a configuration without prometheus: its series go.
+        if (enabledBy === inst) {
+          pluginEnabled.reset();
+          enabledBy = undefined;
+        }
+      });
+    }
+    c.onFinalShutdown(() => site.unmount(addr, '/metrics'));
+
+    const zones = c.config.zones;
+    c.addPlugin((next) => new Metrics(next, zones));
+  },
+};

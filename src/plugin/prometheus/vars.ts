@@ -1,0 +1,158 @@
+// The server metrics of CoreDNS's plugin/metrics/vars, with its names, help
+// texts, types, label names and buckets, and Report(): what one query adds.
+//
+// Per-query cost: the children for one (server, zone) are found with two Map
+// lookups and then cached in a ZoneSeries; everything else is an array index or
+// a small Map keyed by a number. No label strings are built per query.
+
+import type { Request } from '../../core/request.ts';
+import { RRType, rcodeToString } from '../../wire/constants.ts';
+import { counter, gauge, SIZE_BUCKETS, TIME_BUCKETS } from '../pkg/metrics.ts';
+import { CounterVec, HistogramVec, type CounterChild, type HistogramChild } from './vec.ts';
+
+export const requestCount = new CounterVec('coredns_dns_requests_total',
+  'Counter of DNS requests made per zone, protocol and family.',
+  ['server', 'zone', 'view', 'proto', 'family', 'type']);
+
+export const requestDuration = new HistogramVec('coredns_dns_request_duration_seconds',
+  'Histogram of the time (in seconds) each request took per zone.',
+  ['server', 'zone', 'view'], TIME_BUCKETS);
+
+export const requestSize = new HistogramVec('coredns_dns_request_size_bytes',
+  'Size of the EDNS0 UDP buffer in bytes (64K for TCP) per zone and protocol.',
+  ['server', 'zone', 'view', 'proto'], SIZE_BUCKETS);
+
+export const requestDo = new CounterVec('coredns_dns_do_requests_total',
+  'Counter of DNS requests with DO bit set per zone.',
+  ['server', 'zone', 'view']);
+
+export const responseSize = new HistogramVec('coredns_dns_response_size_bytes',
+  'Size of the returned response in bytes.',
+  ['server', 'zone', 'view', 'proto'], SIZE_BUCKETS);
+
+export const responseRcode = new CounterVec('coredns_dns_responses_total',
+  'Counter of response status codes.',
+  ['server', 'zone', 'view', 'rcode', 'plugin']);
+
+export const panics = counter('coredns_panics_total', 'A metrics that counts the number of panics.');
+
+export const pluginEnabled = gauge('coredns_plugin_enabled',
+  'A metric that indicates whether a plugin is enabled on per server and zone basis.',
+  ['server', 'zone', 'view', 'name']);
+
+export const buildInfo = gauge('coredns_build_info',
+  "A metric with a constant '1' value labeled by version, revision, and goversion from which CoreDNS was built.",
+  ['version', 'revision', 'goversion']);
+
+/** Zone label of queries the server refused before any plugin chain. */
+export const DROPPED = 'dropped';
+
+// CoreDNS's monitorType: these types are labelled by name, all others `other`.
+const MONITORED = [
+  RRType.AAAA, RRType.A, RRType.CNAME, RRType.DNSKEY, RRType.DS, RRType.MX, RRType.NSEC3, RRType.NSEC,
+  RRType.NS, RRType.PTR, RRType.RRSIG, RRType.SOA, RRType.SRV, RRType.TXT, RRType.HTTPS, RRType.SVCB,
+  RRType.IXFR, RRType.AXFR, RRType.ANY,
+];
+const TYPE_LABEL = new Map<number, string>();
+for (const [name, code] of Object.entries(RRType)) {
+  if ((MONITORED as number[]).includes(code) && !TYPE_LABEL.has(code)) TYPE_LABEL.set(code, name);
+}
+
+/** CoreDNS's qTypeString: the type's name when monitored, else `other`. */
+export function qTypeLabel(qtype: number): string {
+  return TYPE_LABEL.get(qtype) ?? 'other';
+}
+
+const PROTO = ['udp', 'tcp'] as const;
+
+/** Every child one (server, zone) can need, created on first use. */
+class ZoneSeries {
+  readonly server: string;
+  readonly zone: string;
+  readonly duration: HistogramChild;
+  private doChild: CounterChild | undefined;
+  private readonly reqSize: (HistogramChild | undefined)[] = [undefined, undefined];
+  private readonly respSize: (HistogramChild | undefined)[] = [undefined, undefined];
+  /** index proto*2 + family-1 → qtype → child */
+  private readonly requests: Map<number, CounterChild>[] = [new Map(), new Map(), new Map(), new Map()];
+  /** rcode → plugin → child */
+  private readonly responses = new Map<number, Map<string, CounterChild>>();
+
+  constructor(server: string, zone: string) {
+    this.server = server;
+    this.zone = zone;
+    this.duration = requestDuration.child(server, zone, '');
+  }
+
+  do(): CounterChild { return this.doChild ??= requestDo.child(this.server, this.zone, ''); }
+
+  requestSize(p: number): HistogramChild {
+    return this.reqSize[p] ??= requestSize.child(this.server, this.zone, '', PROTO[p]!);
+  }
+
+  responseSize(p: number): HistogramChild {
+    return this.respSize[p] ??= responseSize.child(this.server, this.zone, '', PROTO[p]!);
+  }
+
+  request(p: number, family: number, qtype: number): CounterChild {
+    const m = this.requests[p * 2 + family - 1]!;
+    let c = m.get(qtype);
+    if (c === undefined) {
+      c = requestCount.child(this.server, this.zone, '', PROTO[p]!, String(family), qTypeLabel(qtype));
+      m.set(qtype, c);
+    }
+    return c;
+  }
+
+  response(rcode: number, plugin: string): CounterChild {
+    let m = this.responses.get(rcode);
+    if (m === undefined) {
+      m = new Map();
+      this.responses.set(rcode, m);
+    }
+    let c = m.get(plugin);
+    if (c === undefined) {
+      c = responseRcode.child(this.server, this.zone, '', rcodeToString(rcode), plugin);
+      m.set(plugin, c);
+    }
+    return c;
+  }
+}
+
+const series = new Map<string, Map<string, ZoneSeries>>();
+
+/** The cached children for one server and zone label. */
+export function zoneSeries(server: string, zone: string): ZoneSeries {
+  let byZone = series.get(server);
+  if (byZone === undefined) {
+    byZone = new Map();
+    series.set(server, byZone);
+  }
+  let s = byZone.get(zone);
+  if (s === undefined) {
+    s = new ZoneSeries(server, zone);
+    byZone.set(zone, s);
+  }
+  return s;
+}
+
+export type { ZoneSeries };
+
+/**
+ * CoreDNS's vars.Report: one query of `req` answered with `rcode` (a reply of
+ * `size` bytes, written by `plugin`, '' when the server wrote it).
+ */
+export function report(s: ZoneSeries, req: Request, rcode: number, plugin: string, size: number): void {
+  const p = req.proto === 'udp' ? 0 : 1;
+  if (req.do) s.do().value++;
+  s.request(p, req.family, req.qtype).value++;
+  s.duration.observe(Number(process.hrtime.bigint() - req.start) / 1e9);
+  s.responseSize(p).observe(size);
+  s.requestSize(p).observe(req.length);
+  s.response(rcode, plugin).value++;
+}
+
+/** A reply the server wrote itself before any chain (zone `dropped`). */
+export function reportDropped(req: Request, rcode: number, size: number): void {
+  report(zoneSeries(req.server, DROPPED), req, rcode, '', size);
+}

@@ -1,0 +1,124 @@
+// Counters and histograms for the per-query metrics, cheap enough for the query
+// path: a child (one label combination) is a plain object with numeric fields,
+// fetched once and kept by the caller; recording is an addition, no label
+// hashing and no string building. The vectors register into the shared
+// prom-client registry as ordinary metrics (they implement what the registry
+// and the cluster aggregator read: name, get(), reset()).
+
+import type client from 'prom-client';
+import { registry } from '../pkg/metrics.ts';
+
+type Labels = Record<string, string>;
+type Value = { labels: Labels; value: number; metricName?: string };
+
+export class CounterChild {
+  value = 0;
+  readonly labels: Labels;
+  constructor(labels: Labels) { this.labels = labels; }
+  inc(by = 1): void { this.value += by; }
+}
+
+export class HistogramChild {
+  readonly labels: Labels;
+  /** Non-cumulative counts per bucket; the last slot counts values above every bound. */
+  readonly counts: Float64Array;
+  readonly bounds: readonly number[];
+  sum = 0;
+  count = 0;
+  constructor(labels: Labels, bounds: readonly number[]) {
+    this.labels = labels;
+    this.bounds = bounds;
+    this.counts = new Float64Array(bounds.length + 1);
+  }
+
+  observe(v: number): void {
+    const b = this.bounds;
+    let i = 0;
+    // Linear scan: 14-16 bounds, most values land in the first few.
+    while (i < b.length && v > b[i]!) i++;
+    this.counts[i]!++;
+    this.sum += v;
+    this.count++;
+  }
+}
+
+abstract class Vec<C extends { labels: Labels }> {
+  readonly name: string;
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  readonly aggregator = 'sum' as const;
+  protected readonly children = new Map<string, C>();
+
+  constructor(name: string, help: string, labelNames: readonly string[]) {
+    this.name = name;
+    this.help = help;
+    this.labelNames = labelNames;
+    registry.registerMetric(this as unknown as client.Metric);
+  }
+
+  protected abstract make(labels: Labels): C;
+
+  /** The child for these label values (in labelNames order); slow path, cache the result. */
+  child(...values: string[]): C {
+    const key = values.join('\u0000');
+    let c = this.children.get(key);
+    if (c === undefined) {
+      const labels: Labels = {};
+      for (let i = 0; i < this.labelNames.length; i++) labels[this.labelNames[i]!] = values[i] ?? '';
+      c = this.make(labels);
+      this.children.set(key, c);
+    }
+    return c;
+  }
+
+  /** Zero every child; the children stay valid (callers keep them cached). */
+  abstract reset(): void;
+}
+
+export class CounterVec extends Vec<CounterChild> {
+  readonly type = 'counter' as const;
+  protected make(labels: Labels): CounterChild { return new CounterChild(labels); }
+  reset(): void { for (const c of this.children.values()) c.value = 0; }
+
+  get(): { name: string; help: string; type: 'counter'; values: Value[]; aggregator: 'sum' } {
+    const values: Value[] = [];
+    for (const c of this.children.values()) values.push({ labels: c.labels, value: c.value });
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+}
+
+export class HistogramVec extends Vec<HistogramChild> {
+  readonly type = 'histogram' as const;
+  readonly bounds: readonly number[];
+
+  constructor(name: string, help: string, labelNames: readonly string[], bounds: readonly number[]) {
+    super(name, help, labelNames);
+    this.bounds = bounds;
+  }
+
+  protected make(labels: Labels): HistogramChild { return new HistogramChild(labels, this.bounds); }
+
+  reset(): void {
+    for (const c of this.children.values()) {
+      c.counts.fill(0);
+      c.sum = 0;
+      c.count = 0;
+    }
+  }
+
+  get(): { name: string; help: string; type: 'histogram'; values: Value[]; aggregator: 'sum' } {
+    const values: Value[] = [];
+    const bucket = this.name + '_bucket';
+    for (const c of this.children.values()) {
+      let acc = 0;
+      for (let i = 0; i < this.bounds.length; i++) {
+        acc += c.counts[i]!;
+        values.push({ labels: { ...c.labels, le: String(this.bounds[i]) }, value: acc, metricName: bucket });
+      }
+      values.push({ labels: { ...c.labels, le: '+Inf' }, value: c.count, metricName: bucket });
+      values.push({ labels: c.labels, value: c.sum, metricName: this.name + '_sum' });
+      values.push({ labels: c.labels, value: c.count, metricName: this.name + '_count' });
+    }
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+}

@@ -1,0 +1,92 @@
+// ready [ADDRESS] { monitor until-ready|continuously }
+//
+// /ready answers 200 OK once every plugin that can report readiness (of the
+// blocks that contain `ready`) says so, else 503 with the sorted names of those
+// that do not; 503 `Shutting down` once shutdown began.
+
+import type { Handler, InstanceServices, PluginDefinition, Readiness } from '../plugin.ts';
+import { httpSite, splitHostPort } from '../pkg/httpserver.ts';
+import { ReadyList } from './list.ts';
+
+export const DEFAULT_ADDR = ':8181';
+
+function isReadiness(h: unknown): h is Readiness {
+  return typeof (h as Partial<Readiness>).ready === 'function';
+}
+
+/** Readiness reporters registered through InstanceServices.registerReadiness (the core keeps them on the instance). */
+function registered(inst: InstanceServices): Iterable<[string, Readiness]> {
+  const m = (inst as { readiness?: unknown }).readiness;
+  return m instanceof Map ? (m as Map<string, Readiness>) : [];
+}
+
+export const plugin: PluginDefinition = {
+  name: 'ready',
+  setup(c) {
+    const d = c.dispenser;
+    let addr = DEFAULT_ADDR;
+    let continuously = false;
+    let i = 0;
+    while (d.next()) {
+      if (i > 0) throw new Error('plugin/ready: this plugin can only be used once per Server Block');
+      i++;
+      const args = d.remainingArgs();
+      if (args.length === 1) {
+        addr = args[0]!;
+        splitHostPort(addr);
+      } else if (args.length > 1) {
+        throw d.argErr();
+      }
+      while (d.nextBlock()) {
+        switch (d.val()) {
+          case 'monitor': {
+            const rest = d.remainingArgs();
+            if (rest.length !== 1) throw d.argErr();
+            if (rest[0] === 'until-ready') continuously = false;
+            else if (rest[0] === 'continuously') continuously = true;
+            else throw d.err(`monitor type '${rest[0]}' not supported`);
+            break;
+          }
+          default:
+            throw d.err(`unknown property '${d.val()}'`);
+        }
+      }
+    }
+
+    // One list per instance (CoreDNS: process-wide, reset by every setup); the last block's mode wins.
+    const list = c.instance.shared('ready/list', () => new ReadyList());
+    list.keepReadiness = continuously;
+
+    const site = httpSite(c);
+    site.mount(addr, '/ready', (_req, res) => {
+      const r = list.check();
+      if (r.shuttingDown) {
+        res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end('Shutting down');
+        return;
+      }
+      if (r.ready) {
+        res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end('OK');
+        return;
+      }
+      c.log.info(`Plugins not ready: ${JSON.stringify(r.notReady)}`);
+      res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(r.notReady);
+    }, 'ignore');
+
+    const config = c.config;
+    const inst = c.instance;
+    const collect = (): void => {
+      for (const h of config.handlers as Handler[]) if (isReadiness(h)) list.add(h.name, h);
+      for (const [name, r] of registered(inst)) list.add(name, r);
+    };
+    c.onStartup(collect);
+    c.onRestartFailed(() => { list.shuttingDown = false; collect(); });
+    // Unlike CoreDNS, a reload does not close the endpoint: the old list answers until the new one is in force.
+    c.onFinalShutdown(async () => {
+      list.shuttingDown = true;
+      await site.unmount(addr, '/ready');
+    });
+  },
+};
