@@ -74,6 +74,8 @@ export async function main(argv: string[]): Promise<void> {
     fatalStartup((e as Error).message);
   }
 
+  // Signals are handled from here on, as CoreDNS installs its traps before starting.
+  const running = installSignals(flag('conf'), port, pidfile);
   let runtime: Runtime;
   try {
     runtime = await Runtime.start({
@@ -96,7 +98,7 @@ export async function main(argv: string[]): Promise<void> {
   if (!quiet) out(versionLines().join('\n') + '\n');
   reportWorkerReady();
 
-  installSignals(runtime, flag('conf'), port, pidfile);
+  running.set(runtime);
 }
 
 /** -workers N: 0 means one per CPU. */
@@ -118,9 +120,19 @@ function removePidfile(pidfile: string): void {
   try { unlinkSync(pidfile); } catch { /* already gone */ }
 }
 
-function installSignals(runtime: Runtime, conf: string, port: string, pidfile: string): void {
+/** Install CoreDNS's signal handling; `set` hands over the runtime once it has started. */
+function installSignals(conf: string, port: string, pidfile: string): { set(r: Runtime): void } {
+  let runtime: Runtime | undefined;
+  let pending: NodeJS.Signals | undefined;
+  // A stop signal during start-up is remembered and carried out once the server runs.
+  const deferred = (signal: NodeJS.Signals): boolean => {
+    if (runtime !== undefined) return false;
+    pending = signal;
+    return true;
+  };
   let interrupted = false;
   process.on('SIGINT', () => {
+    if (deferred('SIGINT')) return;
     if (interrupted) {
       log.info('SIGINT: Force quit');
       removePidfile(pidfile);
@@ -129,14 +141,15 @@ function installSignals(runtime: Runtime, conf: string, port: string, pidfile: s
     interrupted = true;
     log.info('SIGINT: Shutting down');
     removePidfile(pidfile);
-    void runtime.stop().then((errors) => {
+    void runtime!.stop().then((errors) => {
       for (const e of errors) log.error(`SIGINT shutdown: ${e.message}`);
       process.exit(errors.length > 0 ? 4 : 0);
     });
   });
   process.on('SIGTERM', () => {
+    if (deferred('SIGTERM')) return;
     log.info('SIGTERM: Shutting down servers then terminating');
-    void runtime.stop().then((errors) => {
+    void runtime!.stop().then((errors) => {
       for (const e of errors) log.error(`SIGTERM shutdown: ${e.message}`);
       removePidfile(pidfile);
       process.exit(errors.length > 0 ? 4 : 0);
@@ -149,6 +162,7 @@ function installSignals(runtime: Runtime, conf: string, port: string, pidfile: s
   });
   process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
   process.on('SIGUSR1', () => {
+    if (runtime === undefined) return;
     log.info('SIGUSR1: Reloading');
     let input;
     try {
@@ -161,6 +175,13 @@ function installSignals(runtime: Runtime, conf: string, port: string, pidfile: s
       if (e !== undefined) log.error(`SIGUSR1: starting with listener file descriptors: ${e.message}`);
     });
   });
+  return {
+    set(r: Runtime) {
+      runtime = r;
+      // A stop signal that came during start-up is carried out now.
+      if (pending !== undefined) process.emit(pending, pending);
+    },
+  };
 }
 
 await main(process.argv.slice(2));

@@ -1,0 +1,194 @@
+// bin/nodens as a CoreDNS user runs it: flags, exit statuses, error messages,
+// the default Corefile, pidfile, signals — and answers checked with real dig
+// and kdig over UDP and TCP.
+
+import { test, describe, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
+import { dig, kdig, status, flags } from '../helpers/dig.ts';
+
+function run(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(BIN, args, { cwd: opts.cwd, timeout: opts.timeoutMs ?? 10000 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe('answers through bin/nodens, checked with dig and kdig', () => {
+  let p: NodensProcess;
+  before(async () => {
+    p = await startProcess(`.:{PORT} {
+  any
+  chaos nodens-test admin@example.org
+  hosts {
+    192.0.2.10 www.example.org
+    2001:db8::10 www.example.org
+    fallthrough
+  }
+  whoami
+}
+minimal.example:{PORT} {
+  minimal
+  hosts {
+    192.0.2.20 a.minimal.example
+  }
+}
+`);
+  });
+  after(async () => { await p.stop(); });
+
+  for (const transport of ['+notcp', '+tcp']) {
+    test(`hosts A and AAAA, authoritative (${transport})`, async () => {
+      const a = await dig(p.port, transport, 'www.example.org', 'A');
+      assert.equal(status(a), 'NOERROR');
+      assert.deepEqual(flags(a), ['aa', 'qr', 'rd']);
+      assert.match(a, /^www\.example\.org\.\s+3600\s+IN\s+A\s+192\.0\.2\.10$/m);
+      const k = await kdig(p.port, transport === '+tcp' ? '+tcp' : '+notcp', 'www.example.org', 'AAAA');
+      assert.match(k, /status: NOERROR/);
+      assert.match(k, /www\.example\.org\.\s+3600\s+IN\s+AAAA\s+2001:db8::10/);
+    });
+
+    test(`whoami answers names hosts does not know (${transport})`, async () => {
+      const out = await dig(p.port, transport, 'Some.Other.Name', 'A');
+      assert.equal(status(out), 'NOERROR');
+      assert.match(out, /^Some\.Other\.Name\.\s+0\s+IN\s+A\s+127\.0\.0\.1$/m);
+      assert.match(out, new RegExp(`^_${transport === '+tcp' ? 'tcp' : 'udp'}\\.Some\\.Other\\.Name\\.\\s+0\\s+IN\\s+SRV\\s+0 0 \\d+ \\.$`, 'm'));
+    });
+  }
+
+  test('chaos answers version.bind and authors.bind in class CH', async () => {
+    assert.match(await dig(p.port, 'version.bind', 'TXT', 'CH'), /version\.bind\.\s+0\s+CH\s+TXT\s+"nodens-test"/);
+    assert.match(await kdig(p.port, 'authors.bind', 'TXT', 'CH'), /authors\.bind\.\s+0\s+CH\s+TXT\s+"admin@example\.org"/);
+  });
+
+  test('any answers ANY with the RFC 8482 HINFO', async () => {
+    const out = await dig(p.port, 'www.example.org', 'ANY');
+    assert.match(out, /www\.example\.org\.\s+8482\s+IN\s+HINFO\s+"ANY obsoleted" "See RFC 8482"/);
+  });
+
+  test('minimal keeps only the answer section', async () => {
+    const out = await dig(p.port, 'a.minimal.example', 'A');
+    assert.match(out, /ANSWER: 1, AUTHORITY: 0, ADDITIONAL: 1/); // the 1 additional is dig's OPT
+  });
+
+  test('the server stays up after all of that and logs nothing on stderr', () => {
+    assert.equal(p.proc.exitCode, null);
+    assert.equal(p.stderr.join(''), '');
+  });
+});
+
+describe('command line', () => {
+  test('-version prints the two version lines and exits 0', async () => {
+    const r = await run(['-version']);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /^CoreDNS-1\.14\.7\nlinux\/\w+, node-v24\.[\d.]+, nodens-[\d.]+\n$/);
+  });
+
+  test('-plugins lists the plugins one per line, then a blank line', async () => {
+    const r = await run(['-plugins']);
+    assert.equal(r.code, 0);
+    const lines = r.stdout.split('\n');
+    assert.ok(lines.includes('whoami') && lines.includes('hosts'));
+    assert.ok(r.stdout.endsWith('\n\n'));
+  });
+
+  test('an unknown flag prints usage on stderr and exits 2', async () => {
+    const r = await run(['-nope']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /^flag provided but not defined: -nope\nUsage of nodens:/);
+  });
+
+  test('extra arguments exit 1', async () => {
+    const r = await run(['extra']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /extra command line arguments: \[extra\]/);
+  });
+
+  test('a missing -conf file exits 1 with Go\'s wording', async () => {
+    const r = await run(['-conf', '/nonexistent/Corefile']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'loading Caddyfile via flag: open /nonexistent/Corefile: no such file or directory\n');
+  });
+
+  test('a bad Corefile names file, line and token and exits 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    const file = join(dir, 'Corefile');
+    writeFileSync(file, '.:1053 {\n  whoami\n  hosts {\n    ttl x\n  }\n}\n');
+    const r = await run(['-conf', file]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `plugin/hosts: ${file}:4 - Error during parsing: ttl needs a number of second\n`);
+  });
+
+  test('an unknown directive is CoreDNS\'s error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    writeFileSync(join(dir, 'Corefile'), '.:1053 {\n  whoami\n  frobnicate\n}\n');
+    const r = await run([], { cwd: dir });
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, "Corefile:3 - Error during parsing: Unknown directive 'frobnicate'\n");
+  });
+
+  test('without a Corefile the built-in default (whoami + log) runs on -dns.port', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    const port = await freePort();
+    const { spawn } = await import('node:child_process');
+    const proc = spawn(BIN, ['-dns.port', String(port)], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d) => { out += d; });
+    try {
+      for (let i = 0; i < 100 && !out.includes('CoreDNS-'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(out, new RegExp(`^\\.:${port}\\n`));
+      const answer = await dig(port, 'example.org', 'A');
+      assert.match(answer, /^example\.org\.\s+0\s+IN\s+A\s+127\.0\.0\.1$/m);
+      for (let i = 0; i < 40 && !out.includes('[INFO] 127.0.0.1:'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.match(out, /\[INFO\] 127\.0\.0\.1:\d+ - \d+ "A IN example\.org\. udp \d+ false \d+" NOERROR qr,aa,rd \d+ [\d.]+s/);
+    } finally {
+      proc.kill('SIGTERM');
+    }
+  });
+
+  test('-pidfile is written after start and removed on SIGTERM; exit 0 with CoreDNS\'s log line', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    const pidfile = join(dir, 'nodens.pid');
+    const p = await startProcess('.:{PORT} {\n  whoami\n}\n', { args: ['-pidfile', pidfile] });
+    assert.equal(readFileSync(pidfile, 'utf8'), `${p.proc.pid}\n`);
+    assert.equal(await p.stop('SIGTERM'), 0);
+    assert.ok(p.stdout.includes('[INFO] SIGTERM: Shutting down servers then terminating'));
+    assert.equal(existsSync(pidfile), false);
+  });
+
+  test('-quiet prints no banner', async () => {
+    const p = await startProcess('.:{PORT} {\n  whoami\n}\n', { args: ['-quiet'], wait: false });
+    try {
+      for (let i = 0; i < 60; i++) {
+        if (status(await dig(p.port, 'example.org').catch(() => '')) === 'NOERROR') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(p.stdout.filter((l) => l !== '').length, 0);
+    } finally {
+      await p.stop();
+    }
+  });
+
+  test('SIGUSR1 reloads the Corefile; a broken one keeps the old configuration', async () => {
+    const p = await startProcess('.:{PORT} {\n  hosts {\n    192.0.2.1 a.example.org\n  }\n}\n');
+    try {
+      const file = p.proc.spawnargs[p.proc.spawnargs.indexOf('-conf') + 1]!;
+      writeFileSync(file, `.:${p.port} {\n  hosts {\n    192.0.2.2 a.example.org\n  }\n}\n`);
+      p.proc.kill('SIGUSR1');
+      await p.waitFor(/\[INFO\] Reloading complete/);
+      assert.match(await dig(p.port, 'a.example.org'), /IN\s+A\s+192\.0\.2\.2/);
+      writeFileSync(file, `.:${p.port} {\n  hosts {\n    192.0.2.3 a.example.org\n  }\n  frobnicate\n}\n`);
+      p.proc.kill('SIGUSR1');
+      await p.waitFor(/\[ERROR\] SIGUSR1: starting with listener file descriptors:/);
+      assert.ok(p.stdout.some((l) => l.startsWith('[ERROR] Restart failed: ')));
+      assert.match(await dig(p.port, 'a.example.org'), /IN\s+A\s+192\.0\.2\.2/);
+    } finally {
+      await p.stop();
+    }
+  });
+});
