@@ -83,6 +83,8 @@ class Listener {
   routes: Map<string, RouteHandler> = new Map();
   /** The site whose routes are in force. */
   site: HttpSite | undefined;
+  /** Routes that answer only while others keep the listener open. */
+  lingering = new Set<string>();
   closed = false;
 
   constructor(addr: string) {
@@ -255,6 +257,7 @@ export class HttpSite {
         pool.listeners.set(addr, l);
       }
       l.routes = this.routeTable(addr);
+      l.lingering = new Set();
       l.site = this;
     }
   }
@@ -292,6 +295,7 @@ export class HttpSite {
         if (l.site !== this) continue;
         if (back.wanted.has(addr)) {
           l.routes = back.routeTable(addr);
+          l.lingering = new Set();
           l.site = back;
         } else {
           pool.listeners.delete(addr);
@@ -307,16 +311,21 @@ export class HttpSite {
   /** This instance was replaced (or failed to start) and its shutdown ran. */
   get retired(): boolean { return this.dead; }
 
-  /** Remove one route (final shutdown); the listener closes when it has none left. */
-  async unmount(addr: string, path: string): Promise<void> {
+  /**
+   * Remove one route (final shutdown); the listener closes when no route is left
+   * but lingering ones. A lingering route (`linger`) keeps answering while other
+   * routes still hold the listener open (ready's 503 `Shutting down` next to
+   * health in lameduck).
+   */
+  async unmount(addr: string, path: string, linger = false): Promise<void> {
     this.wanted.get(addr)?.delete(path);
     const l = this.pool.listeners.get(addr);
     if (l === undefined || l.site !== this) return;
-    l.routes.delete(path);
-    if (l.routes.size === 0) {
-      this.pool.listeners.delete(addr);
-      await l.close();
-    }
+    if (linger) l.lingering.add(path);
+    else l.routes.delete(path);
+    for (const p of l.routes.keys()) if (!l.lingering.has(p)) return;
+    this.pool.listeners.delete(addr);
+    await l.close();
   }
 
   /** The port `addr` is actually bound to (useful with port 0), undefined when not listening. */

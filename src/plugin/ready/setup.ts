@@ -85,8 +85,9 @@ export const plugin: PluginDefinition = {
     c.onRestartFailed(() => { list.shuttingDown = false; collect(); });
     // Unlike CoreDNS, a reload does not close the endpoint: the old list answers until the new one is in force.
     c.onFinalShutdown(async () => {
+      // 503 `Shutting down` while the listener is still open (shared with health in lameduck), then gone.
       list.shuttingDown = true;
-      await site.unmount(addr, '/ready');
+      await site.unmount(addr, '/ready', true);
     });
   },
 };
