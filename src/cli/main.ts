@@ -8,7 +8,7 @@ import { loadCorefile } from '../core/loader.ts';
 import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
 import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
-import { runPrimary, printsBanner, reportWorkerReady } from './workers.ts';
+import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 
@@ -63,10 +63,10 @@ export async function main(argv: string[]): Promise<void> {
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
   if (workers > 1 && cluster.isPrimary) {
-    await runPrimary(workers, pidfile);
+    await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionLines().join('\n') + '\n');
     return;
   }
-  const quiet = flag('quiet') === 'true' || !printsBanner();
+  const quiet = flag('quiet') === 'true';
   let input;
   try {
     input = loadCorefile(flag('conf'), port);
@@ -86,7 +86,7 @@ export async function main(argv: string[]): Promise<void> {
     fatalStartup(e instanceof Error ? e.message : String(e));
   }
 
-  if (!quiet) out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
+  if (!quiet && printsZoneLines()) out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
   if (pidfile !== '' && !cluster.isWorker) {
     try {
       writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 });
@@ -95,7 +95,7 @@ export async function main(argv: string[]): Promise<void> {
     }
   }
   await runtime.announceStart();
-  if (!quiet) out(versionLines().join('\n') + '\n');
+  if (!quiet && printsVersionLines()) out(versionLines().join('\n') + '\n');
   reportWorkerReady();
 
   running.set(runtime);

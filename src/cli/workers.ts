@@ -15,14 +15,21 @@ export function reportWorkerReady(): void {
   if (cluster.isWorker && process.send !== undefined) process.send({ type: READY_MESSAGE });
 }
 
-/** Whether this process should print the start-up banner (the first worker does, for all). */
-export function printsBanner(): boolean {
+/** Whether this process prints the banner's zone lines (the first worker does, for all). */
+export function printsZoneLines(): boolean {
   return !cluster.isWorker || process.env.NODENS_WORKER_ID === '1';
 }
 
-export async function runPrimary(count: number, pidfile: string): Promise<void> {
+/** Whether this process prints the version lines (the primary does, once every worker serves). */
+export function printsVersionLines(): boolean {
+  return !cluster.isWorker;
+}
+
+export async function runPrimary(count: number, pidfile: string, versionLines: string | undefined): Promise<void> {
   serveAggregatedMetrics();
   let stopping = false;
+  let started = false;
+  let pending: NodeJS.Signals | undefined;
   const workers = new Map<number, Worker>();
 
   const fork = (id: number): Promise<Worker> => new Promise((resolve, reject) => {
@@ -52,20 +59,8 @@ export async function runPrimary(count: number, pidfile: string): Promise<void> 
     for (const w of workers.values()) w.process.kill(signal);
   };
 
-  // One worker first: a bad Corefile fails there, once, with CoreDNS's message and status.
-  try {
-    await fork(1);
-    await Promise.all(Array.from({ length: count - 1 }, (_, i) => fork(i + 2)));
-  } catch {
-    stopAll('SIGTERM');
-    await allExited(workers);
-    process.exit(Number(process.exitCode ?? 1));
-  }
-  if (pidfile !== '') {
-    try { writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 }); } catch (e) { log.error(`Could not write pidfile: ${(e as Error).message}`); }
-  }
-
   const relay = (signal: NodeJS.Signals, stop: boolean) => () => {
+    if (!started) { if (stop) pending = signal; return; }
     if (stop) stopping = true;
     for (const w of workers.values()) w.process.kill(signal);
     if (stop) {
@@ -81,6 +76,23 @@ export async function runPrimary(count: number, pidfile: string): Promise<void> 
   process.on('SIGUSR1', relay('SIGUSR1', false));
   process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
   cluster.on('exit', (_w, code) => { if (stopping && code !== 0 && code !== null) process.exitCode = Math.max(Number(process.exitCode ?? 0), code); });
+
+  // One worker first: a bad Corefile fails there, once, with CoreDNS's message and status.
+  try {
+    await fork(1);
+    await Promise.all(Array.from({ length: count - 1 }, (_, i) => fork(i + 2)));
+  } catch {
+    stopAll('SIGTERM');
+    await allExited(workers);
+    process.exit(Number(process.exitCode ?? 1));
+  }
+  if (pidfile !== '') {
+    try { writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 }); } catch (e) { log.error(`Could not write pidfile: ${(e as Error).message}`); }
+  }
+
+  if (versionLines !== undefined) process.stdout.write(versionLines);
+  started = true;
+  if (pending !== undefined) process.emit(pending, pending);
 }
 
 function allExited(workers: Map<number, Worker>): Promise<void> {
