@@ -1,0 +1,255 @@
+// The connection to the Kubernetes API server.
+//
+// Configuration (kubeconfig, in-cluster service account, `endpoint` + `tls`) is
+// loaded with @kubernetes/client-node's KubeConfig, which also applies the
+// credentials (CA, client certificate, bearer token, token file, exec/auth
+// providers) to each request through applyToHTTPSOptions. The HTTP requests
+// themselves are plain node:http/https requests: list/watch needs streaming
+// bodies, per-request abort and exact control of the query parameters that
+// client-node's own Watch/ListWatch does not give (see reflector.ts).
+
+import http from 'node:http';
+import https from 'node:https';
+import { existsSync } from 'node:fs';
+import { KubeConfig } from '@kubernetes/client-node';
+import { restClientRequests, restClientLatency, restClientRateLimiter } from './metrics.ts';
+
+export interface ConnectionSpec {
+  /** `kubeconfig PATH [CONTEXT]` */
+  kubeconfig?: { path: string; context?: string };
+  /** `endpoint URL...` (only the first one is used) */
+  endpoint?: string;
+  /** `tls CERT KEY CACERT` */
+  tls?: { cert: string; key: string; ca: string };
+}
+
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** Builds the KubeConfig the way CoreDNS's getClientConfig chooses its source. Throws with client-go's texts. */
+export function loadKubeConfig(spec: ConnectionSpec): KubeConfig {
+  const kc = loadKubeConfigFrom(spec);
+  // client-go talks plain HTTP to an http:// server; client-node refuses unless
+  // skipTLSVerify is set, which means nothing without TLS anyway.
+  const c = kc.getCurrentCluster();
+  if (c !== null && c.server.startsWith('http:')) (c as { skipTLSVerify: boolean }).skipTLSVerify = true;
+  return kc;
+}
+
+function loadKubeConfigFrom(spec: ConnectionSpec): KubeConfig {
+  const kc = new KubeConfig();
+  if (spec.kubeconfig !== undefined) {
+    if (!existsSync(spec.kubeconfig.path)) {
+      throw new Error(`stat ${spec.kubeconfig.path}: no such file or directory`);
+    }
+    kc.loadFromFile(spec.kubeconfig.path);
+    if (spec.kubeconfig.context !== undefined) {
+      if (kc.getContextObject(spec.kubeconfig.context) === null) {
+        throw new Error(`context was not found for specified context: ${spec.kubeconfig.context}`);
+      }
+      kc.setCurrentContext(spec.kubeconfig.context);
+    }
+    if (kc.getCurrentCluster() === null) throw new Error('invalid configuration: no configuration has been provided');
+    return kc;
+  }
+  if (spec.endpoint === undefined) {
+    const host = process.env.KUBERNETES_SERVICE_HOST;
+    const port = process.env.KUBERNETES_SERVICE_PORT;
+    if (!host || !port) {
+      throw new Error('unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be defined');
+    }
+    if (!existsSync(`${SA_DIR}/token`)) throw new Error(`open ${SA_DIR}/token: no such file or directory`);
+    kc.loadFromCluster();
+    return kc;
+  }
+  kc.loadFromOptions({
+    clusters: [{ name: 'coredns', server: spec.endpoint, caFile: spec.tls?.ca, skipTLSVerify: false }],
+    users: [{ name: 'coredns', certFile: spec.tls?.cert, keyFile: spec.tls?.key }],
+    contexts: [{ name: 'coredns', cluster: 'coredns', user: 'coredns' }],
+    currentContext: 'coredns',
+  });
+  return kc;
+}
+
+export interface ClientLimits {
+  /** client-side requests per second for non-watch requests (client-go default 5) */
+  qps: number;
+  /** token bucket size (client-go default 10) */
+  burst: number;
+  /** max concurrent non-watch requests; 0 = unlimited */
+  maxInflight: number;
+}
+
+export class HttpStatusError extends Error {
+  readonly status: number;
+  readonly reason: string;
+  readonly body: string;
+  constructor(status: number, reason: string, message: string, body: string) {
+    super(message);
+    this.status = status;
+    this.reason = reason;
+    this.body = body;
+  }
+}
+
+/** A token bucket as client-go's flowcontrol.NewTokenBucketRateLimiter. */
+class TokenBucket {
+  private tokens: number;
+  private last = performance.now();
+  private readonly qps: number;
+  private readonly burst: number;
+  constructor(qps: number, burst: number) {
+    this.qps = qps;
+    this.burst = burst;
+    this.tokens = burst;
+  }
+
+  /** Milliseconds to wait before the next request may go (reserving its token). */
+  reserve(): number {
+    const now = performance.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+    this.tokens -= 1;
+    if (this.tokens >= 0) return 0;
+    return (-this.tokens / this.qps) * 1000;
+  }
+}
+
+export interface StreamResponse {
+  res: http.IncomingMessage;
+  abort(): void;
+}
+
+export class ApiClient {
+  readonly kc: KubeConfig;
+  readonly server: URL;
+  /** `host` label of the rest client metrics */
+  readonly host: string;
+  private readonly agent: http.Agent;
+  private readonly watchAgent: http.Agent;
+  private readonly bucket: TokenBucket | undefined;
+  private readonly maxInflight: number;
+  private inflight = 0;
+  private waiting: (() => void)[] = [];
+  readonly userAgent: string;
+
+  constructor(kc: KubeConfig, limits: ClientLimits, userAgent: string) {
+    this.kc = kc;
+    const c = kc.getCurrentCluster();
+    if (c === null) throw new Error('invalid configuration: no configuration has been provided');
+    this.server = new URL(c.server);
+    this.host = this.server.host;
+    const secure = this.server.protocol === 'https:';
+    this.agent = secure ? new https.Agent({ keepAlive: true, maxSockets: 16 }) : new http.Agent({ keepAlive: true, maxSockets: 16 });
+    this.watchAgent = secure ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+    this.bucket = limits.qps > 0 ? new TokenBucket(limits.qps, Math.max(1, limits.burst)) : undefined;
+    this.maxInflight = limits.maxInflight;
+    this.userAgent = userAgent;
+  }
+
+  close(): void {
+    this.agent.destroy();
+    this.watchAgent.destroy();
+  }
+
+  private async acquire(): Promise<void> {
+    if (this.bucket !== undefined) {
+      const t0 = performance.now();
+      const wait = this.bucket.reserve();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      restClientRateLimiter.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
+    }
+    if (this.maxInflight > 0) {
+      while (this.inflight >= this.maxInflight) await new Promise<void>((r) => { this.waiting.push(r); });
+      this.inflight++;
+    }
+  }
+
+  private release(): void {
+    if (this.maxInflight > 0) {
+      this.inflight--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  /**
+   * GET `pathAndQuery`, resolving with the response once the status line is in.
+   * Non-2xx statuses reject with an HttpStatusError (body read). Watches are not
+   * rate limited (as client-go).
+   */
+  async open(pathAndQuery: string, watch: boolean): Promise<StreamResponse> {
+    if (!watch) await this.acquire();
+    let released = watch;
+    const done = () => {
+      if (!released) {
+        released = true;
+        this.release();
+      }
+    };
+    const url = new URL(pathAndQuery, this.server);
+    const opts: https.RequestOptions = {
+      method: 'GET',
+      protocol: url.protocol,
+      hostname: url.hostname.replace(/^\[|\]$/g, ''),
+      port: url.port || (url.protocol === 'https:' ? 443 : 80),
+      path: url.pathname + url.search,
+      headers: { Accept: 'application/json', 'User-Agent': this.userAgent },
+      agent: watch ? this.watchAgent : this.agent,
+    };
+    await this.kc.applyToHTTPSOptions(opts);
+    const mod = url.protocol === 'https:' ? https : http;
+    const t0 = performance.now();
+    return await new Promise<StreamResponse>((resolve, reject) => {
+      const req = mod.request(opts, (res) => {
+        const status = res.statusCode ?? 0;
+        restClientRequests.inc({ code: String(status), method: 'GET', host: this.host });
+        restClientLatency.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
+        if (status < 200 || status > 299) {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => { if (body.length < 65536) body += d; });
+          res.on('end', () => {
+            done();
+            let reason = '';
+            let message = `the server responded with the status code ${status}`;
+            try {
+              const st = JSON.parse(body) as { reason?: string; message?: string };
+              reason = st.reason ?? '';
+              if (st.message) message = st.message;
+            } catch { /* not a Status */ }
+            reject(new HttpStatusError(status, reason, message, body));
+          });
+          res.on('error', (e) => { done(); reject(e); });
+          return;
+        }
+        res.on('end', done);
+        res.on('close', done);
+        resolve({ res, abort: () => { req.destroy(); done(); } });
+      });
+      req.on('error', (e) => {
+        done();
+        restClientRequests.inc({ code: '<error>', method: 'GET', host: this.host });
+        reject(e);
+      });
+      req.end();
+    });
+  }
+
+  /** GET and parse a JSON body. */
+  async getJSON<T>(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }): Promise<T> {
+    const s = await this.open(pathAndQuery, false);
+    if (signal !== undefined) signal.onAbort = s.abort;
+    return await new Promise<T>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      s.res.on('data', (d: Buffer) => { chunks.push(d); });
+      s.res.on('end', () => {
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as T);
+        } catch (e) {
+          reject(e as Error);
+        }
+      });
+      s.res.on('error', reject);
+      s.res.on('aborted', () => { reject(new Error('request aborted')); });
+    });
+  }
+}

@@ -1,0 +1,467 @@
+// The in-memory view of the cluster the plugin answers from (CoreDNS's
+// dnsController + object package): compact copies of Services,
+// EndpointSlices, Pods and Namespaces, and the indexes the query path uses.
+// Every index is keyed by exact (lower-case) names or IP text, so a query
+// never scans all services.
+
+import type { PluginLogger } from '../plugin.ts';
+import { ApiClient } from './client.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
+import { dnsProgrammingLatency } from './metrics.ts';
+
+export interface Port { name: string; protocol: string; port: number }
+
+export interface Service {
+  rv: string;
+  name: string;
+  namespace: string;
+  /** `<namespace>/<name>` */
+  key: string;
+  type: string;
+  clusterIPs: string[];
+  externalName: string;
+  headless: boolean;
+  ports: Port[];
+}
+
+export interface EndpointAddress {
+  ip: string;
+  hostname: string;
+  targetRefName: string;
+  nodeName: string;
+  zone: string;
+}
+
+export interface Slice {
+  rv: string;
+  name: string;
+  namespace: string;
+  key: string;
+  /** `<namespace>/<service>` from the kubernetes.io/service-name label ('' = never matched) */
+  svcKey: string;
+  /** multicluster: cluster id from multicluster.kubernetes.io/source-cluster */
+  cluster: string;
+  /** ready addresses only */
+  addresses: EndpointAddress[];
+  ports: Port[];
+}
+
+export interface Pod {
+  rv: string;
+  name: string;
+  namespace: string;
+  key: string;
+  podIP: string;
+  deleting: boolean;
+}
+
+export interface ServiceImport {
+  rv: string;
+  name: string;
+  namespace: string;
+  key: string;
+  type: string;
+  ips: string[];
+  ports: Port[];
+}
+
+/** Raw API objects: only the fields read here are typed. */
+interface Meta { name: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; annotations?: Record<string, string>; deletionTimestamp?: string }
+export interface RawObject { metadata: Meta; [k: string]: unknown }
+
+interface RawPort { name?: string; protocol?: string; port?: number }
+
+const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+const MCS_SERVICE_NAME_LABEL = 'multicluster.kubernetes.io/service-name';
+const MCS_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
+const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
+
+export function toService(o: RawObject): Service {
+  const spec = (o.spec ?? {}) as { type?: string; clusterIP?: string; clusterIPs?: string[]; externalName?: string; ports?: RawPort[] };
+  const ns = o.metadata.namespace ?? '';
+  let ips = spec.clusterIPs ?? [];
+  if (ips.length === 0) ips = spec.clusterIP ? [spec.clusterIP] : [];
+  const ports: Port[] = (spec.ports ?? []).map((p) => ({ name: p.name ?? '', protocol: p.protocol ?? 'TCP', port: p.port ?? 0 }));
+  if (ports.length === 0) ports.push({ name: '', protocol: '', port: -1 });
+  return {
+    rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
+    type: spec.type ?? 'ClusterIP', clusterIPs: ips, externalName: spec.externalName ?? '',
+    headless: ips.length > 0 && ips[0] === 'None', ports,
+  };
+}
+
+export function toSlice(o: RawObject, mcs: boolean): Slice {
+  const ns = o.metadata.namespace ?? '';
+  const labels = o.metadata.labels ?? {};
+  const svc = labels[mcs ? MCS_SERVICE_NAME_LABEL : SERVICE_NAME_LABEL];
+  const eps = (o.endpoints ?? []) as { addresses?: string[]; conditions?: { ready?: boolean | null }; hostname?: string; nodeName?: string; zone?: string; targetRef?: { name?: string } }[];
+  const addresses: EndpointAddress[] = [];
+  for (const e of eps) {
+    const ready = e.conditions?.ready;
+    if (ready === false) continue;
+    for (const ip of e.addresses ?? []) {
+      addresses.push({ ip, hostname: e.hostname ?? '', targetRefName: e.targetRef?.name ?? '', nodeName: e.nodeName ?? '', zone: e.zone ?? '' });
+    }
+  }
+  const rawPorts = (o.ports ?? []) as RawPort[];
+  const ports: Port[] = rawPorts.map((p) => ({ name: p.name ?? '', protocol: p.protocol ?? '', port: p.port ?? -1 }));
+  if (ports.length === 0) ports.push({ name: '', protocol: '', port: -1 });
+  return {
+    rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
+    svcKey: svc ? `${ns}/${svc}` : '', cluster: mcs ? (labels[MCS_SOURCE_CLUSTER_LABEL] ?? '') : '', addresses, ports,
+  };
+}
+
+export function toPod(o: RawObject): Pod {
+  const ns = o.metadata.namespace ?? '';
+  const status = (o.status ?? {}) as { podIP?: string };
+  return {
+    rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
+    podIP: status.podIP ?? '', deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
+  };
+}
+
+export function toServiceImport(o: RawObject): ServiceImport {
+  const ns = o.metadata.namespace ?? '';
+  const spec = (o.spec ?? {}) as { type?: string; ips?: string[]; ports?: RawPort[] };
+  const ports: Port[] = (spec.ports ?? []).map((p) => ({ name: p.name ?? '', protocol: p.protocol ?? 'TCP', port: p.port ?? 0 }));
+  if (ports.length === 0) ports.push({ name: '', protocol: '', port: -1 });
+  return { rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`, type: spec.type ?? 'ClusterSetIP', ips: spec.ips ?? [], ports };
+}
+
+function portsEqual(a: Port[], b: Port[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i].name !== b[i].name || a[i].port !== b[i].port || a[i].protocol !== b[i].protocol) return false;
+  return true;
+}
+
+function addressesEqual(a: EndpointAddress[], b: EndpointAddress[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i].ip !== b[i].ip || a[i].hostname !== b[i].hostname) return false;
+  return true;
+}
+
+/** A multimap of string → items, kept as small arrays. */
+class MultiIndex<T> {
+  readonly m = new Map<string, T[]>();
+  add(k: string, v: T): void {
+    const a = this.m.get(k);
+    if (a === undefined) this.m.set(k, [v]);
+    else a.push(v);
+  }
+  remove(k: string, v: T): void {
+    const a = this.m.get(k);
+    if (a === undefined) return;
+    const i = a.indexOf(v);
+    if (i >= 0) a.splice(i, 1);
+    if (a.length === 0) this.m.delete(k);
+  }
+  get(k: string): T[] | undefined { return this.m.get(k); }
+}
+
+const NONE: never[] = [];
+
+export interface ControllerOptions {
+  labelSelector: string;
+  namespaceLabelSelector: string;
+  endpoints: boolean;
+  pods: boolean;
+  multicluster: boolean;
+  resyncMs: number;
+  log: PluginLogger;
+}
+
+export class Controller {
+  readonly services = new Map<string, Service>();
+  readonly svcByIP = new MultiIndex<Service>();
+  readonly slices = new Map<string, Slice>();
+  /** service key → slices of that service */
+  readonly slicesBySvc = new MultiIndex<Slice>();
+  readonly sliceByIP = new MultiIndex<Slice>();
+  readonly pods = new Map<string, Pod>();
+  readonly podByIP = new MultiIndex<Pod>();
+  readonly namespaces = new Set<string>();
+  readonly imports = new Map<string, ServiceImport>();
+  readonly mcsSlices = new Map<string, Slice>();
+  readonly mcsSlicesBySvc = new MultiIndex<Slice>();
+  /** Unix seconds of the last DNS-relevant change (SOA serial). */
+  modified = 0;
+  modifiedMulticluster = 0;
+  private readonly reflectors: Reflector[] = [];
+  private client: ApiClient | undefined;
+  private syncedOnce = false;
+
+  /** Wire the reflectors to a client (not started). */
+  connect(client: ApiClient, o: ControllerOptions): void {
+    this.client = client;
+    const common = { client, log: o.log, resyncMs: o.resyncMs } satisfies Partial<ReflectorOptions>;
+    const lsel = o.labelSelector;
+    this.reflectors.push(new Reflector({ ...common, name: 'services', path: '/api/v1/services', labelSelector: lsel }, {
+      replace: (items) => { this.replaceServices(items); },
+      upsert: (o2) => { this.upsertService(o2); },
+      remove: (o2) => { this.removeService(o2.metadata.namespace ?? '', o2.metadata.name); },
+    }));
+    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
+      replace: (items) => {
+        this.namespaces.clear();
+        for (const n of items) this.namespaces.add(n.metadata.name);
+      },
+      upsert: (n) => { this.namespaces.add(n.metadata.name); },
+      remove: (n) => { this.namespaces.delete(n.metadata.name); },
+    }));
+    if (o.endpoints) {
+      this.reflectors.push(new Reflector({ ...common, name: 'endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+        replace: (items) => { this.replaceSlices(items); },
+        upsert: (s) => { this.upsertSlice(s); },
+        remove: (s) => { this.removeSlice(`${s.metadata.namespace ?? ''}/${s.metadata.name}`); },
+      }));
+    }
+    if (o.pods) {
+      this.reflectors.push(new Reflector({
+        ...common, name: 'pods', path: '/api/v1/pods', labelSelector: lsel,
+        fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown',
+      }, {
+        replace: (items) => { this.replacePods(items); },
+        upsert: (p) => { this.upsertPod(p); },
+        remove: (p) => { this.removePod(`${p.metadata.namespace ?? ''}/${p.metadata.name}`); },
+      }));
+    }
+    if (o.multicluster) {
+      this.reflectors.push(new Reflector({ ...common, name: 'serviceimports', path: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports', labelSelector: o.namespaceLabelSelector }, {
+        replace: (items) => {
+          const seen = new Set<string>();
+          for (const i of items) { seen.add(this.upsertImport(i)); }
+          for (const k of [...this.imports.keys()]) if (!seen.has(k)) { this.imports.delete(k); this.touchMC(); }
+        },
+        upsert: (i) => { this.upsertImport(i); },
+        remove: (i) => { if (this.imports.delete(`${i.metadata.namespace ?? ''}/${i.metadata.name}`)) this.touchMC(); },
+      }));
+      const mcsSel = lsel === '' ? MCS_SERVICE_NAME_LABEL : `${lsel},${MCS_SERVICE_NAME_LABEL}`;
+      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
+        replace: (items) => {
+          const seen = new Set<string>();
+          for (const s of items) seen.add(this.upsertMcsSlice(s));
+          for (const k of [...this.mcsSlices.keys()]) if (!seen.has(k)) this.removeMcsSlice(k);
+        },
+        upsert: (s) => { this.upsertMcsSlice(s); },
+        remove: (s) => { this.removeMcsSlice(`${s.metadata.namespace ?? ''}/${s.metadata.name}`); },
+      }));
+    }
+  }
+
+  start(): void {
+    for (const r of this.reflectors) r.start();
+  }
+
+  stop(): void {
+    for (const r of this.reflectors) r.stop();
+    this.client?.close();
+  }
+
+  /** Every informer delivered its initial list (stays true afterwards). */
+  hasSynced(): boolean {
+    if (this.syncedOnce) return true;
+    if (this.reflectors.length === 0) return false;
+    for (const r of this.reflectors) if (!r.synced) return false;
+    this.syncedOnce = true;
+    return true;
+  }
+
+  /** For tests: resolves when every reflector has an open watch (or the time is up). */
+  reflectorStates(): { name: string; synced: boolean; watching: boolean; lastRv: string; relists: number }[] {
+    return this.reflectors.map((r) => ({ name: r.opts.name, synced: r.synced, watching: r.watching, lastRv: r.lastRv, relists: r.lists }));
+  }
+
+  private touch(): void {
+    this.modified = Math.floor(Date.now() / 1000);
+  }
+
+  private touchMC(): void {
+    this.modifiedMulticluster = Math.floor(Date.now() / 1000);
+  }
+
+  // ---------- services ----------
+
+  private indexService(s: Service, add: boolean): void {
+    for (const ip of s.clusterIPs) {
+      if (ip === 'None' || ip === '') continue;
+      if (add) this.svcByIP.add(ip, s);
+      else this.svcByIP.remove(ip, s);
+    }
+  }
+
+  upsertService(o: RawObject): void {
+    const s = toService(o);
+    const old = this.services.get(s.key);
+    if (old !== undefined) {
+      if (old.rv === s.rv && s.rv !== '') return;
+      this.indexService(old, false);
+    }
+    this.services.set(s.key, s);
+    this.indexService(s, true);
+    if (old === undefined || !portsEqual(old.ports, s.ports) || old.externalName !== s.externalName) this.touch();
+  }
+
+  removeService(ns: string, name: string): void {
+    const key = `${ns}/${name}`;
+    const old = this.services.get(key);
+    if (old === undefined) return;
+    this.services.delete(key);
+    this.indexService(old, false);
+    this.touch();
+  }
+
+  private replaceServices(items: RawObject[]): void {
+    const seen = new Set<string>();
+    for (const o of items) {
+      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+      this.upsertService(o);
+    }
+    for (const [k, s] of [...this.services]) if (!seen.has(k)) this.removeService(s.namespace, s.name);
+  }
+
+  // ---------- endpoint slices ----------
+
+  private indexSlice(s: Slice, add: boolean, bySvc: MultiIndex<Slice>, byIP: MultiIndex<Slice> | undefined): void {
+    if (s.svcKey !== '') {
+      if (add) bySvc.add(s.svcKey, s);
+      else bySvc.remove(s.svcKey, s);
+    }
+    // A slice that names no service has no PTR target (CoreDNS would build an
+    // unencodable name with an empty label and send nothing).
+    if (byIP === undefined || s.svcKey === '') return;
+    let prev = '';
+    for (const a of s.addresses) {
+      if (a.ip === prev) continue;
+      prev = a.ip;
+      if (add) { if (!(byIP.get(a.ip)?.includes(s) ?? false)) byIP.add(a.ip, s); } else byIP.remove(a.ip, s);
+    }
+  }
+
+  upsertSlice(o: RawObject): void {
+    const s = toSlice(o, false);
+    const old = this.slices.get(s.key);
+    if (old !== undefined) {
+      if (old.rv === s.rv && s.rv !== '') return;
+      this.indexSlice(old, false, this.slicesBySvc, this.sliceByIP);
+    }
+    this.slices.set(s.key, s);
+    this.indexSlice(s, true, this.slicesBySvc, this.sliceByIP);
+    const changed = old === undefined || !addressesEqual(old.addresses, s.addresses) || !portsEqual(old.ports, s.ports);
+    if (changed) {
+      this.touch();
+      this.recordProgramming(o, s);
+    }
+  }
+
+  private recordProgramming(o: RawObject, s: Slice): void {
+    const t = o.metadata.annotations?.[TRIGGER_TIME];
+    if (t === undefined || s.svcKey === '') return;
+    const svc = this.services.get(s.svcKey);
+    if (svc === undefined) return;
+    const at = Date.parse(t);
+    if (Number.isNaN(at)) return;
+    dnsProgrammingLatency.observe({ service_kind: svc.headless ? 'headless_with_selector' : 'cluster_ip' }, Math.max(0, (Date.now() - at) / 1000));
+  }
+
+  removeSlice(key: string): void {
+    const old = this.slices.get(key);
+    if (old === undefined) return;
+    this.slices.delete(key);
+    this.indexSlice(old, false, this.slicesBySvc, this.sliceByIP);
+    this.touch();
+  }
+
+  private replaceSlices(items: RawObject[]): void {
+    const seen = new Set<string>();
+    for (const o of items) {
+      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+      this.upsertSlice(o);
+    }
+    for (const k of [...this.slices.keys()]) if (!seen.has(k)) this.removeSlice(k);
+  }
+
+  private upsertMcsSlice(o: RawObject): string {
+    const s = toSlice(o, true);
+    const old = this.mcsSlices.get(s.key);
+    if (old !== undefined) {
+      if (old.rv === s.rv && s.rv !== '') return s.key;
+      this.indexSlice(old, false, this.mcsSlicesBySvc, undefined);
+    }
+    this.mcsSlices.set(s.key, s);
+    this.indexSlice(s, true, this.mcsSlicesBySvc, undefined);
+    if (old === undefined || !addressesEqual(old.addresses, s.addresses) || !portsEqual(old.ports, s.ports)) this.touchMC();
+    return s.key;
+  }
+
+  private removeMcsSlice(key: string): void {
+    const old = this.mcsSlices.get(key);
+    if (old === undefined) return;
+    this.mcsSlices.delete(key);
+    this.indexSlice(old, false, this.mcsSlicesBySvc, undefined);
+    this.touchMC();
+  }
+
+  private upsertImport(o: RawObject): string {
+    const i = toServiceImport(o);
+    const old = this.imports.get(i.key);
+    if (old !== undefined && old.rv === i.rv && i.rv !== '') return i.key;
+    this.imports.set(i.key, i);
+    if (old === undefined || !portsEqual(old.ports, i.ports)) this.touchMC();
+    return i.key;
+  }
+
+  // ---------- pods ----------
+
+  upsertPod(o: RawObject): void {
+    const p = toPod(o);
+    const old = this.pods.get(p.key);
+    if (p.deleting) return; // first seen terminating: not cached; update adding the timestamp: ignored
+    if (old !== undefined) {
+      if (old.rv === p.rv && p.rv !== '') return;
+      if (old.podIP !== '') this.podByIP.remove(old.podIP, old);
+    }
+    this.pods.set(p.key, p);
+    if (p.podIP !== '') this.podByIP.add(p.podIP, p);
+    if (old === undefined || old.podIP !== p.podIP) this.touch();
+  }
+
+  removePod(key: string): void {
+    const old = this.pods.get(key);
+    if (old === undefined) return;
+    this.pods.delete(key);
+    if (old.podIP !== '') this.podByIP.remove(old.podIP, old);
+    this.touch();
+  }
+
+  private replacePods(items: RawObject[]): void {
+    const seen = new Set<string>();
+    for (const o of items) {
+      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
+      this.upsertPod(o);
+    }
+    for (const k of [...this.pods.keys()]) if (!seen.has(k)) this.removePod(k);
+  }
+
+  // ---------- queries ----------
+
+  service(namespace: string, name: string): Service | undefined {
+    return this.services.get(`${namespace}/${name}`);
+  }
+
+  slicesOf(svcKey: string): readonly Slice[] {
+    return this.slicesBySvc.get(svcKey) ?? NONE;
+  }
+
+  servicesByIP(ip: string): readonly Service[] {
+    return this.svcByIP.get(ip) ?? NONE;
+  }
+
+  slicesByIP(ip: string): readonly Slice[] {
+    return this.sliceByIP.get(ip) ?? NONE;
+  }
+
+  podsByIP(ip: string): readonly Pod[] {
+    return this.podByIP.get(ip) ?? NONE;
+  }
+}

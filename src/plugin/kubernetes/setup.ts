@@ -1,0 +1,261 @@
+import { networkInterfaces } from 'node:os';
+import type { PluginDefinition } from '../plugin.ts';
+import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
+import { parseDuration, toMillis } from '../pkg/duration.ts';
+import { Fall } from '../pkg/fall.ts';
+import { zonesMatches } from '../pkg/zones.ts';
+import { ApiClient, loadKubeConfig, type ConnectionSpec } from './client.ts';
+import { Controller } from './controller.ts';
+import { Kubernetes, type KubernetesOptions } from './kubernetes.ts';
+import { parseSelector, SelectorError } from './selector.ts';
+import { upstreamLookup } from './upstream.ts';
+
+/** Go's strconv.Atoi: optional sign, decimal digits. */
+function atoi(s: string): number | undefined {
+  if (!/^[+-]?[0-9]+$/.test(s)) return undefined;
+  const n = Number(s);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+function isReverse(z: string): boolean {
+  return z.endsWith('in-addr.arpa.') || z.endsWith('ip6.arpa.');
+}
+
+/** Non-loopback interface addresses (CoreDNS boundIPs when not bound): IPv4 first, then IPv6. */
+export function interfaceIPs(): string[] {
+  const v4: string[] = [];
+  const v6: string[] = [];
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) {
+      if (a.internal) continue;
+      if (a.family === 'IPv4') v4.push(a.address);
+      else v6.push(a.address.replace(/%.*$/, ''));
+    }
+  }
+  return [...v4, ...v6];
+}
+
+function checkSelector(s: string, what: string): void {
+  try {
+    parseSelector(s);
+  } catch (e) {
+    if (e instanceof SelectorError) {
+      throw new Error(`unable to parse ${what} selector value: '${s}': couldn't parse the selector string "${s}": ${e.message}`);
+    }
+    throw e;
+  }
+}
+
+/** The periodic relist interval (nodens extension, not a Corefile option): $NODENS_KUBERNETES_RESYNC, default 5m; 0 disables. */
+function resyncMs(): number {
+  const v = process.env.NODENS_KUBERNETES_RESYNC;
+  if (v === undefined || v === '') return 300_000;
+  return toMillis(parseDuration(v));
+}
+
+export const plugin: PluginDefinition = {
+  name: 'kubernetes',
+  async setup(c) {
+    const d = c.dispenser;
+    let zones: string[] = [];
+    const conn: ConnectionSpec = {};
+    let ttl = 5;
+    let podMode: KubernetesOptions['podMode'] = 'disabled';
+    let endpointNameMode = false;
+    const namespaces: string[] = [];
+    let labelSelector = '';
+    let namespaceLabelSelector = '';
+    const fall = new Fall();
+    let endpoints = true;
+    let ignoreEmptyService = false;
+    let multiclusterZones: string[] = [];
+    let zonal = false;
+    let startupTimeoutMs = 5000;
+    let qps = 0;
+    let burst = 0;
+    let maxInflight = 0;
+    let i = 0;
+    while (d.next()) {
+      if (i > 0) throw new Error('plugin/kubernetes: this plugin can only be used once per Server Block');
+      i++;
+      zones = originsFromArgsOrServerBlock(d.remainingArgs(), c.config.keys);
+      while (d.nextBlock()) {
+        const opt = d.val();
+        switch (opt) {
+          case 'endpoint_pod_names':
+            if (d.remainingArgs().length > 0) throw d.argErr();
+            endpointNameMode = true;
+            break;
+          case 'pods': {
+            const args = d.remainingArgs();
+            if (args.length !== 1) throw d.argErr();
+            if (args[0] !== 'disabled' && args[0] !== 'insecure' && args[0] !== 'verified') {
+              throw new Error(`wrong value for pods: ${args[0]},  must be one of: disabled, verified, insecure`);
+            }
+            podMode = args[0];
+            break;
+          }
+          case 'namespaces': {
+            const args = d.remainingArgs();
+            if (args.length === 0) throw d.argErr();
+            for (const a of args) if (!namespaces.includes(a)) namespaces.push(a);
+            break;
+          }
+          case 'endpoint': {
+            const args = d.remainingArgs();
+            if (args.length === 0) throw d.argErr();
+            if (args.length > 1) c.log.warning(`Multiple endpoints have been deprecated, only the first specified endpoint '${args[0]}' is used`);
+            conn.endpoint = args[0];
+            break;
+          }
+          case 'tls': {
+            const args = d.remainingArgs();
+            if (args.length !== 3) throw d.argErr();
+            conn.tls = { cert: args[0], key: args[1], ca: args[2] };
+            break;
+          }
+          case 'labels': {
+            const args = d.remainingArgs();
+            if (args.length === 0) throw d.argErr();
+            labelSelector = args.join(' ');
+            checkSelector(labelSelector, 'label');
+            break;
+          }
+          case 'namespace_labels': {
+            const args = d.remainingArgs();
+            if (args.length === 0) throw d.argErr();
+            namespaceLabelSelector = args.join(' ');
+            checkSelector(namespaceLabelSelector, 'namespace_label');
+            break;
+          }
+          case 'fallthrough':
+            fall.setZonesFromArgs(d.remainingArgs());
+            break;
+          case 'ttl': {
+            const args = d.remainingArgs();
+            if (args.length === 0) throw d.argErr();
+            const t = atoi(args[0]);
+            if (t === undefined) throw new Error(`strconv.Atoi: parsing ${JSON.stringify(args[0])}: invalid syntax`);
+            if (t < 0 || t > 3600) throw d.errf(`ttl must be in range [0, 3600]: ${t}`);
+            ttl = t;
+            break;
+          }
+          case 'noendpoints':
+            if (d.remainingArgs().length !== 0) throw d.argErr();
+            endpoints = false;
+            break;
+          case 'ignore': {
+            const args = d.remainingArgs();
+            if (args.length > 0) {
+              if (args[0] !== 'empty_service') throw new Error(`unable to parse ignore value: '${args[0]}'`);
+              ignoreEmptyService = true;
+            }
+            break;
+          }
+          case 'kubeconfig': {
+            const args = d.remainingArgs();
+            if (args.length !== 1 && args.length !== 2) throw d.argErr();
+            conn.kubeconfig = { path: args[0], context: args[1] };
+            break;
+          }
+          case 'multicluster': {
+            const args = d.remainingArgs();
+            const mz = originsFromArgsOrServerBlock(args, []);
+            for (const z of mz) {
+              if (zonesMatches(zones, z) === '' || !zones.includes(z)) {
+                throw d.errf(`is not authoritative for the multicluster zone ${z} (authoritative zones: [${zones.join(' ')}])`);
+              }
+            }
+            multiclusterZones = mz;
+            break;
+          }
+          case 'zonal':
+            if (d.remainingArgs().length !== 0) throw d.argErr();
+            zonal = true;
+            break;
+          case 'startup_timeout': {
+            const args = d.remainingArgs();
+            if (args.length !== 1) throw d.argErr();
+            try {
+              startupTimeoutMs = toMillis(parseDuration(args[0]));
+            } catch (e) {
+              throw new Error(`failed to parse startup_timeout: ${args[0]}, ${(e as Error).message}`);
+            }
+            break;
+          }
+          case 'apiserver_qps': {
+            const args = d.remainingArgs();
+            if (args.length !== 1) throw d.argErr();
+            const v = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(args[0]) ? Number(args[0]) : NaN;
+            if (Number.isNaN(v)) throw d.errf(`invalid apiserver_qps ${JSON.stringify(args[0])}: strconv.ParseFloat: parsing ${JSON.stringify(args[0])}: invalid syntax`);
+            if (v < 0) throw d.errf('apiserver_qps must be >= 0');
+            qps = v;
+            break;
+          }
+          case 'apiserver_burst':
+          case 'apiserver_max_inflight': {
+            const args = d.remainingArgs();
+            if (args.length !== 1) throw d.argErr();
+            const v = atoi(args[0]);
+            if (v === undefined) throw d.errf(`invalid ${opt} ${JSON.stringify(args[0])}: strconv.Atoi: parsing ${JSON.stringify(args[0])}: invalid syntax`);
+            if (v < 0) throw d.errf(`${opt} must be >= 0`);
+            if (opt === 'apiserver_burst') burst = v;
+            else maxInflight = v;
+            break;
+          }
+          default:
+            throw d.errf(`unknown property '${opt}'`);
+        }
+        if (opt === 'namespace_labels' || opt === 'namespaces') {
+          if (namespaces.length > 0 && namespaceLabelSelector !== '') throw d.errf('namespaces and namespace_labels cannot both be set');
+        }
+        if ((opt === 'noendpoints' || opt === 'zonal') && zonal && !endpoints) {
+          throw d.errf('zonal requires the endpoint cache; remove noendpoints');
+        }
+      }
+    }
+    let primaryZoneIndex = zones.findIndex((z) => !isReverse(z));
+    if (primaryZoneIndex < 0) primaryZoneIndex = 0;
+    // Multicluster zones are served too.
+    const allZones = [...zones];
+    for (const z of multiclusterZones) if (!allZones.includes(z)) allZones.push(z);
+
+    const kc = loadKubeConfig(conn);
+    const client = new ApiClient(kc, { qps: qps > 0 ? qps : 5, burst: burst > 0 ? burst : 10, maxInflight }, `nodens (kubernetes plugin) ${process.platform}/${process.arch}`);
+    const controller = new Controller();
+    controller.connect(client, {
+      labelSelector, namespaceLabelSelector, endpoints, pods: podMode === 'verified',
+      multicluster: multiclusterZones.length > 0, resyncMs: resyncMs(), log: c.log,
+    });
+    const hosts = c.config.listenHosts;
+    const bound = hosts.length > 0 && hosts[0] !== '';
+    let cachedIPs: string[] | undefined;
+    const localIPs = () => (cachedIPs ??= bound ? [] : interfaceIPs());
+    const opts: KubernetesOptions = {
+      zones: allZones, primaryZoneIndex, ttl, podMode, endpointNameMode, namespaces, fall, ignoreEmptyService,
+      multiclusterZones, zonal, localIPs, upstream: upstreamLookup(c.instance, c.config),
+    };
+    let started = false;
+    c.onStartup(async () => {
+      if (started) return;
+      started = true;
+      controller.start();
+      const t0 = Date.now();
+      let lastLog = t0;
+      while (!controller.hasSynced()) {
+        const now = Date.now();
+        if (now - t0 >= startupTimeoutMs) {
+          c.log.warning('starting server with unsynced Kubernetes API');
+          break;
+        }
+        if (now - lastLog >= 500) {
+          lastLog = now;
+          c.log.info('waiting for Kubernetes API before starting server');
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+    c.onShutdown(() => { controller.stop(); });
+    c.addPlugin((next) => new Kubernetes(next, opts, controller));
+  },
+};
