@@ -4,12 +4,14 @@
 import type { PluginDefinition } from './plugin.ts';
 import { plugin as anyPlugin } from './any/setup.ts';
 import { plugin as bind } from './bind/setup.ts';
+import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
 import { plugin as health } from './health/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
+import { plugin as loadbalance } from './loadbalance/setup.ts';
 import { plugin as kubernetes } from './kubernetes/setup.ts';
 import { plugin as log } from './log/setup.ts';
 import { plugin as minimal } from './minimal/setup.ts';
@@ -21,12 +23,14 @@ import { plugin as whoami } from './whoami/setup.ts';
 export const builtinPlugins: PluginDefinition[] = [
   anyPlugin,
   bind,
+  cache,
   chaos,
   debug,
   errors,
   forward,
   health,
   hosts,
+  loadbalance,
   kubernetes,
   log,
   minimal,

@@ -105,7 +105,8 @@ function parseStanza(d: Dispenser, log: PluginLogger): Stanza {
   opts.from = zones[0]!;
   if (zones.length > 1) log.warning(`Unsupported CIDR notation: '${origFrom}' expands to multiple zones. Using only '${opts.from}'.`);
   const to: RawTo[] = [];
-  while (d.nextArg()) to.push({ text: d.val(), line: d.line(), file: d.file() });
+  const line = d.line(), file = d.file();
+  for (const a of d.remainingArgs()) to.push({ text: a, line, file });
   if (to.length === 0) throw d.argErr();
   const st: Stanza = { from: opts.from, to, opts, tlsArgs: undefined, tlsServerName: undefined, resolvers: [], hcForceTcp: false };
   while (d.nextBlock()) parseBlock(d, st);

@@ -1,0 +1,613 @@
+// cache: answers from stored replies (CoreDNS plugin/cache). Replies are kept
+// as wire bytes without their OPT record, every TTL already set to the cache
+// duration; a hit copies the bytes and patches ID, flags, question and TTLs.
+
+import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import type { Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
+import { decodeMessage, decodeQuestionFast, type QueryFacts } from '../../wire/decode.ts';
+import { encodeMessage } from '../../wire/encode.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { zonesMatches } from '../pkg/zones.ts';
+import { typify, ResponseType } from '../pkg/response.ts';
+import { scan, writeTtl } from './wirescan.ts';
+import { cacheDrops, cacheHits, cacheMisses, cachePrefetches, cacheRequests, cacheSize, evictions, servedStale } from './metrics.ts';
+
+const SHARDS = 256;
+const TYPE_SOA = 6;
+const TYPE_CNAME = 5;
+const TYPE_ANY = 255;
+/** dnsutil.MinimalDefaultTTL / MaximumDefaulTTL */
+const MIN_DEFAULT_TTL = 5;
+const MAX_DEFAULT_TTL = 3600;
+
+export interface CacheOptions {
+  zones: string[];
+  pcap: number;
+  ncap: number;
+  /** seconds */
+  pttl: number;
+  minpttl: number;
+  nttl: number;
+  minnttl: number;
+  failttl: number;
+  prefetch: number;
+  prefetchDurationMs: number;
+  percentage: number;
+  /** seconds; 0 = serve_stale off */
+  staleUpTo: number;
+  verifyStale: boolean;
+  verifyTimeoutMs: number;
+  staleResponseTtl: number;
+  failureRecheckMs: number;
+  preferPositive: boolean;
+  pexcept: string[];
+  nexcept: string[];
+  keepttl: boolean;
+}
+
+export function defaultCacheOptions(): CacheOptions {
+  return {
+    zones: ['.'], pcap: 10000, ncap: 10000, pttl: MAX_DEFAULT_TTL, minpttl: MIN_DEFAULT_TTL,
+    nttl: MAX_DEFAULT_TTL / 2, minnttl: MIN_DEFAULT_TTL, failttl: 5,
+    prefetch: 0, prefetchDurationMs: 60000, percentage: 10,
+    staleUpTo: 0, verifyStale: false, verifyTimeoutMs: 0, staleResponseTtl: 0, failureRecheckMs: 0, preferPositive: false,
+    pexcept: [], nexcept: [], keepttl: false,
+  };
+}
+
+/** One cached reply. */
+export class Item {
+  /** The reply without OPT, all TTLs = origTtl. */
+  readonly wire: Buffer;
+  readonly ttls: number[];
+  readonly qEnd: number;
+  readonly origTtl: number;
+  readonly stored: number;
+  readonly denial: boolean;
+  readonly servfail: boolean;
+  readonly rcode: number;
+  readonly ad: boolean;
+  readonly ra: boolean;
+  hits = 0;
+  last = 0;
+  refreshing = false;
+  failedAt = 0;
+
+  constructor(wire: Buffer, ttls: number[], qEnd: number, origTtl: number, stored: number, denial: boolean, servfail: boolean) {
+    this.wire = wire;
+    this.ttls = ttls;
+    this.qEnd = qEnd;
+    this.origTtl = origTtl;
+    this.stored = stored;
+    this.denial = denial;
+    this.servfail = servfail;
+    this.rcode = wire[3]! & 0x0f;
+    this.ad = (wire[3]! & 0x20) !== 0;
+    this.ra = (wire[3]! & 0x80) !== 0;
+  }
+
+  /** Remaining TTL in whole seconds (negative once expired). */
+  ttl(now: number): number {
+    return this.origTtl - Math.floor((now - this.stored) / 1000);
+  }
+
+  /** freq.Update: hits reset to 1 when the previous hit is older than `d`. */
+  updateFreq(d: number, now: number): number {
+    if (this.last < now - d) this.hits = 1;
+    else this.hits++;
+    this.last = now;
+    return this.hits;
+  }
+}
+
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** CoreDNS plugin/pkg/cache: 256 shards, each capped; a full shard drops an arbitrary entry. */
+export class ShardedCache {
+  private readonly shards: Map<string, Item>[] = [];
+  readonly shardSize: number;
+  private count = 0;
+
+  constructor(capacity: number) {
+    this.shardSize = Math.max(Math.floor(capacity / SHARDS), 4);
+    for (let i = 0; i < SHARDS; i++) this.shards.push(new Map());
+  }
+
+  get capacity(): number {
+    return this.shardSize * SHARDS;
+  }
+
+  get len(): number {
+    return this.count;
+  }
+
+  get(key: string): Item | undefined {
+    return this.shards[fnv1a(key) & (SHARDS - 1)]!.get(key);
+  }
+
+  /** Adds; true when another entry had to be evicted. */
+  add(key: string, item: Item): boolean {
+    const s = this.shards[fnv1a(key) & (SHARDS - 1)]!;
+    let evicted = false;
+    if (!s.has(key)) {
+      if (s.size >= this.shardSize) {
+        const first = s.keys().next();
+        if (!first.done) {
+          s.delete(first.value);
+          evicted = true;
+          this.count--;
+        }
+      }
+      this.count++;
+    }
+    s.set(key, item);
+    return evicted;
+  }
+
+  remove(key: string): void {
+    const s = this.shards[fnv1a(key) & (SHARDS - 1)]!;
+    if (s.delete(key)) this.count--;
+  }
+}
+
+interface Bound {
+  requests: { inc(): void };
+  hitsSuccess: { inc(): void };
+  hitsDenial: { inc(): void };
+  misses: { inc(): void };
+  stale: { inc(): void };
+}
+
+/** A request that differs from `req` only in `msg` (and optionally the transport). */
+function derived(req: Request, msg: Message, proto?: 'tcp'): Request {
+  const r = Object.create(req) as Request;
+  r.msg = msg;
+  if (proto !== undefined) Object.defineProperty(r, 'proto', { value: proto });
+  return r;
+}
+
+/** CoreDNS dnsutil.MinimalTTL (plus the SOA MINIMUM for denials, RFC 2308 §5). */
+export function minimalTtl(m: Message, mt: number): number {
+  if (mt !== ResponseType.NoError && mt !== ResponseType.NameError && mt !== ResponseType.NoData) return MIN_DEFAULT_TTL;
+  if (m.answer.length + m.authority.length + m.additional.length === 0) return MIN_DEFAULT_TTL;
+  let min = MAX_DEFAULT_TTL;
+  const denial = mt !== ResponseType.NoError;
+  for (const sec of [m.answer, m.authority, m.additional]) {
+    for (let i = 0; i < sec.length; i++) {
+      const rr = sec[i]!;
+      if (rr.ttl < min) min = rr.ttl;
+      if (denial && rr.type === TYPE_SOA && sec === m.authority) {
+        const mm = (rr.data as SOAData).minimum;
+        if (mm < min) min = mm;
+      }
+    }
+  }
+  return min;
+}
+
+function clamp(ttl: number, min: number, max: number): number {
+  if (ttl < min) ttl = min;
+  if (ttl > max) ttl = max;
+  return ttl;
+}
+
+function lowerAscii(s: string): string {
+  return s.toLowerCase();
+}
+
+/** The answer section reaches the question's type (following CNAMEs from the qname). */
+function answersQuestion(m: Message): boolean {
+  const q = m.question[0];
+  if (q === undefined) return true;
+  if (q.type === TYPE_ANY || q.type === TYPE_CNAME) return true;
+  let name = lowerAscii(q.name);
+  const seen = new Set<string>();
+  for (;;) {
+    let next: string | undefined;
+    for (const rr of m.answer) {
+      if (lowerAscii(rr.name) !== name) continue;
+      if (rr.type === q.type) return true;
+      if (rr.type === TYPE_CNAME) next = lowerAscii((rr.data as NameData).target);
+    }
+    if (next === undefined || seen.has(next)) break;
+    seen.add(name);
+    name = next;
+  }
+  // DNAME-synthesised or otherwise unusual answers: accept any record of the type.
+  return m.answer.some((rr) => rr.type === q.type);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function hasSoa(rrs: ResourceRecord[]): boolean {
+  for (const rr of rrs) if (rr.type === TYPE_SOA) return true;
+  return false;
+}
+
+export class Cache implements Handler {
+  readonly name = 'cache';
+  next: Handler | undefined;
+  readonly o: CacheOptions;
+  readonly pcache: ShardedCache;
+  readonly ncache: ShardedCache;
+  readonly zonesLabel: string;
+  view = '';
+  /** Injected clock (tests). */
+  now: () => number = Date.now;
+  private readonly bound = new Map<string, Bound>();
+
+  constructor(o: CacheOptions) {
+    this.o = o;
+    this.pcache = new ShardedCache(o.pcap);
+    this.ncache = new ShardedCache(o.ncap);
+    this.zonesLabel = o.zones.join(',');
+  }
+
+  private metrics(server: string): Bound {
+    let b = this.bound.get(server);
+    if (b === undefined) {
+      const z = this.zonesLabel, v = this.view;
+      b = {
+        requests: cacheRequests.labels(server, z, v),
+        hitsSuccess: cacheHits.labels(server, 'success', z, v),
+        hitsDenial: cacheHits.labels(server, 'denial', z, v),
+        misses: cacheMisses.labels(server, z, v),
+        stale: servedStale.labels(server, z, v),
+      };
+      this.bound.set(server, b);
+    }
+    return b;
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    let facts: QueryFacts | undefined;
+    try {
+      facts = decodeQuestionFast(req.wire);
+    } catch {
+      facts = undefined;
+    }
+    const msg = req.msg;
+    // The wire is what the client sent; a plugin before us may have changed the question.
+    if (facts !== undefined && (facts.qtype !== req.qtype || facts.qname !== req.name || facts.qclass !== req.qclass)) facts = undefined;
+    const qname = facts !== undefined ? facts.qname : req.name;
+    const zone = zonesMatches(this.o.zones, qname);
+    if (zone === '') return nextOrFailure(this.name, this.next, req, w);
+
+    const doBit = facts !== undefined ? facts.do : req.do;
+    const cd = msg.cd;
+    const ad = msg.ad;
+    const key = (doBit ? '1' : '0') + (cd ? '1' : '0') + req.qtype + '/' + req.qclass + '/' + qname;
+    const m = this.metrics(req.server);
+    let now = this.now();
+    m.requests.inc();
+
+    const item = this.lookup(key, now, m);
+    if (item === undefined) {
+      m.misses.inc();
+      return this.miss(req, w, key, doBit, ad);
+    }
+    let ttl = item.ttl(now);
+    if (ttl < 0) {
+      if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad, facts);
+      this.backgroundRefresh(req, key, item, false);
+      m.stale.inc();
+      ttl = this.o.staleResponseTtl;
+    } else {
+      if (this.shouldPrefetch(item, now)) this.backgroundRefresh(req, key, item, true);
+      if (this.o.keepttl) ttl = item.origTtl;
+    }
+    this.writeHit(req, w, item, ttl, doBit, ad, facts);
+    return 0;
+  }
+
+  private usable(i: Item | undefined, now: number): boolean {
+    if (i === undefined) return false;
+    const ttl = i.ttl(now);
+    return ttl > 0 || (this.o.staleUpTo > 0 && -ttl < this.o.staleUpTo);
+  }
+
+  /** CoreDNS getIgnoreTTL: denial cache first, then success; a SERVFAIL never shadows a fresh positive entry. */
+  private lookup(key: string, now: number, m: Bound): Item | undefined {
+    const n = this.ncache.get(key);
+    const nOk = this.usable(n, now);
+    if (nOk) {
+      const p = this.pcache.get(key);
+      if (p !== undefined && ((n!.servfail && p.ttl(now) > 0) || (this.o.preferPositive && this.usable(p, now)))) {
+        m.hitsSuccess.inc();
+        return p;
+      }
+      m.hitsDenial.inc();
+      return n;
+    }
+    const p = this.pcache.get(key);
+    if (this.usable(p, now)) {
+      m.hitsSuccess.inc();
+      return p;
+    }
+    return undefined;
+  }
+
+  private shouldPrefetch(i: Item, now: number): boolean {
+    if (this.o.prefetch <= 0) return false;
+    i.updateFreq(this.o.prefetchDurationMs, now);
+    const threshold = Math.ceil((this.o.percentage / 100) * i.origTtl);
+    return i.hits >= this.o.prefetch && i.ttl(now) <= threshold;
+  }
+
+  /** Build the reply for `req` from the stored bytes. */
+  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, facts: QueryFacts | undefined): void {
+    const src = item.wire;
+    const out = Buffer.allocUnsafe(src.length);
+    src.copy(out);
+    const msg = req.msg;
+    const id = msg.id;
+    out[0] = id >> 8;
+    out[1] = id & 0xff;
+    const opcode = msg.opcode;
+    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === 0 && msg.rd ? 0x01 : 0);
+    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === 0 && msg.cd ? 0x10 : 0) | item.rcode;
+    if (facts === undefined || facts.questionEnd !== item.qEnd || !sameBytes(req.wire, src, 12, item.qEnd)) {
+      // The question differs from the stored one (letter case, or rewritten by an earlier plugin):
+      // the records keep their stored names, so rebuild through the codec (CoreDNS toMsg).
+      const m = decodeMessage(out);
+      m.question = [{ ...msg.question[0]! }];
+      for (const sec of [m.answer, m.authority, m.additional]) for (const rr of sec) rr.ttl = ttl;
+      w.writeMsg(m);
+      return;
+    }
+    const offs = item.ttls;
+    for (let i = 0; i < offs.length; i++) writeTtl(out, offs[i]!, ttl);
+    w.writeWire(out);
+  }
+
+  private miss(req: Request, w: ResponseWriter, key: string, doBit: boolean, ad: boolean): HandlerResult {
+    const crr = new CacheWriter(this, req, key, doBit, ad, w);
+    const r = req.msg.ad ? req : derived(req, { ...req.msg, ad: true });
+    return nextOrFailure(this.name, this.next, r, crr);
+  }
+
+  /** A background refresh (prefetch, or serve_stale immediate): at most one per entry. */
+  private backgroundRefresh(req: Request, key: string, item: Item, prefetch: boolean): void {
+    if (item.refreshing) return;
+    const now = this.now();
+    if (!prefetch && this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs) return;
+    item.refreshing = true;
+    if (prefetch) cachePrefetches.labels(req.server, this.zonesLabel, this.view).inc();
+    const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
+    const r = derived(req, { ...req.msg, ad: true }, 'tcp');
+    const done = (): void => {
+      item.refreshing = false;
+      if (cw.stored === undefined) {
+        item.failedAt = this.now();
+        return;
+      }
+      // Keep the popularity gathered so far (CoreDNS Freq.Reset).
+      cw.stored.hits = item.hits;
+      cw.stored.last = this.now();
+    };
+    queueMicrotask(() => {
+      let res: HandlerResult;
+      try {
+        res = nextOrFailure(this.name, this.next, r, cw);
+      } catch {
+        done();
+        return;
+      }
+      if (typeof res === 'number') done();
+      else res.then(done, done);
+    });
+  }
+
+  /** serve_stale verify: ask upstream first; NOERROR/NXDOMAIN wins, anything else serves the stale entry. */
+  private async verify(req: Request, w: ResponseWriter, key: string, item: Item, doBit: boolean, ad: boolean, facts: QueryFacts | undefined): Promise<number> {
+    const now = this.now();
+    const serveStale = (): number => {
+      this.metrics(req.server).stale.inc();
+      this.writeHit(req, w, item, this.o.staleResponseTtl, doBit, ad, facts);
+      return 0;
+    };
+    if (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs)) {
+      return serveStale();
+    }
+    const crr = new CacheWriter(this, req, key, doBit, ad, w);
+    crr.verify = true;
+    const r = derived(req, { ...req.msg, ad: true });
+    item.refreshing = true;
+    let run: Promise<number>;
+    try {
+      run = Promise.resolve(nextOrFailure(this.name, this.next, r, crr));
+    } catch (e) {
+      run = Promise.reject(e);
+    }
+    const settled = run.then(() => true, () => true).finally(() => {
+      item.refreshing = false;
+      if (!crr.refreshed) item.failedAt = this.now();
+    });
+    if (this.o.verifyTimeoutMs > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => { timer = setTimeout(() => { resolve(false); }, this.o.verifyTimeoutMs); });
+      const inTime = await Promise.race([settled, timeout]);
+      clearTimeout(timer);
+      if (!inTime) {
+        crr.late = true; // the refresh goes on in the background and only fills the cache
+        return serveStale();
+      }
+    } else {
+      await settled;
+    }
+    if (crr.refreshed) return 0;
+    return serveStale();
+  }
+
+  /** Store `res` (already classified) as the reply for `key`. */
+  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string): Item | undefined {
+    const qname = res.question[0]!.name;
+    let cacheType: 'success' | 'denial';
+    let except: string[];
+    switch (mt) {
+      case ResponseType.NoError:
+      case ResponseType.Delegation:
+        cacheType = 'success';
+        except = this.o.pexcept;
+        break;
+      case ResponseType.NameError:
+      case ResponseType.NoData:
+      case ResponseType.ServerError:
+        cacheType = 'denial';
+        except = this.o.nexcept;
+        break;
+      default:
+        return undefined;
+    }
+    if (except.length > 0 && zonesMatches(except, lowerAscii(qname)) !== '') return undefined;
+    const stored = storedWire(res, wire, duration);
+    if (stored === undefined) return undefined;
+    const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
+    const c = cacheType === 'success' ? this.pcache : this.ncache;
+    if (c.add(key, item)) evictions.labels(server, cacheType, this.zonesLabel, this.view).inc();
+    cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
+    cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
+    return item;
+  }
+}
+
+/** The reply's bytes without OPT and with every TTL = duration, plus where the TTLs are. */
+function storedWire(res: Message, wire: Uint8Array | undefined, duration: number): { wire: Buffer; ttls: number[]; qEnd: number } | undefined {
+  let b: Buffer | undefined;
+  if (wire !== undefined) {
+    const s = scan(wire);
+    if (s !== undefined) {
+      if (s.optStart < 0) {
+        b = Buffer.from(wire);
+      } else if (s.optEnd === wire.length) {
+        b = Buffer.from(wire.subarray(0, s.optStart));
+        const ar = ((b[10]! << 8) | b[11]!) - 1;
+        b[10] = ar >> 8;
+        b[11] = ar & 0xff;
+      }
+    }
+  }
+  if (b === undefined) {
+    try {
+      b = encodeMessage({ ...res, edns: undefined }, { compress: true });
+    } catch {
+      return undefined;
+    }
+  }
+  const s = scan(b);
+  if (s === undefined) return undefined;
+  for (const off of s.ttls) writeTtl(b, off, duration);
+  return { wire: b, ttls: s.ttls, qEnd: s.qEnd };
+}
+
+/** Watches what the rest of the chain writes: caches it and passes it on with the TTLs rewritten. */
+export class CacheWriter implements ResponseWriter {
+  private readonly c: Cache;
+  private readonly req: Request;
+  private readonly key: string;
+  private readonly doBit: boolean;
+  private readonly ad: boolean;
+  /** undefined: a background refresh, nothing goes to a client. */
+  private readonly inner: ResponseWriter | undefined;
+  /** serve_stale verify: only NOERROR/NXDOMAIN replies are taken. */
+  verify = false;
+  /** verify timed out: the reply only fills the cache. */
+  late = false;
+  refreshed = false;
+  stored: Item | undefined;
+
+  constructor(c: Cache, req: Request, key: string, doBit: boolean, ad: boolean, inner: ResponseWriter | undefined) {
+    this.c = c;
+    this.req = req;
+    this.key = key;
+    this.doBit = doBit;
+    this.ad = ad;
+    this.inner = inner;
+  }
+
+  writeWire(reply: Uint8Array): void {
+    let m: Message;
+    try {
+      m = decodeMessage(reply);
+    } catch {
+      if (this.inner !== undefined && !this.verify) this.inner.writeWire(reply);
+      return;
+    }
+    this.process(m, reply);
+  }
+
+  writeMsg(reply: Message): void {
+    this.process(reply, undefined);
+  }
+
+  private process(res: Message, wire: Uint8Array | undefined): void {
+    if (this.verify) {
+      if (res.rcode !== 0 && res.rcode !== 3) return; // not a usable refresh: the stale entry is served
+      this.refreshed = !this.late;
+    }
+    const c = this.c;
+    const o = c.o;
+    const now = c.now();
+    let mt = typify(res, Math.floor(now / 1000));
+    let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
+    if (cacheable && mt === ResponseType.NameError && !hasSoa(res.authority)) cacheable = false;
+    if (cacheable && mt === ResponseType.NoError && res.answer.length > 0 && !answersQuestion(res)) {
+      if (hasSoa(res.authority)) mt = ResponseType.NoData;
+      else cacheable = false;
+    }
+    const msgTtl = minimalTtl(res, mt);
+    let duration: number;
+    if (mt === ResponseType.NameError || mt === ResponseType.NoData) duration = clamp(msgTtl, o.minnttl, o.nttl);
+    else if (mt === ResponseType.ServerError) duration = o.failttl;
+    else duration = clamp(msgTtl, o.minpttl, o.pttl);
+
+    if (cacheable && duration > 0 && res.question.length > 0) {
+      if (this.matches(res)) {
+        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
+      } else {
+        cacheDrops.labels(this.req.server, c.zonesLabel, c.view).inc();
+      }
+    }
+    const inner = this.inner;
+    if (inner === undefined || this.late) return;
+    // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
+    const clearAd = !this.doBit && !this.ad;
+    if (wire !== undefined) {
+      const s = scan(wire);
+      if (s !== undefined && (s.optStart < 0 || s.optEnd === wire.length)) {
+        const out = Buffer.from(s.optStart < 0 ? wire : wire.subarray(0, s.optStart));
+        if (s.optStart >= 0) {
+          const ar = ((out[10]! << 8) | out[11]!) - 1;
+          out[10] = ar >> 8;
+          out[11] = ar & 0xff;
+        }
+        for (const off of s.ttls) writeTtl(out, off, duration);
+        if (clearAd) out[3] = out[3]! & ~0x20;
+        inner.writeWire(out);
+        return;
+      }
+    }
+    for (const sec of [res.answer, res.authority, res.additional]) for (const rr of sec) rr.ttl = duration;
+    if (clearAd) res.ad = false;
+    res.edns = undefined;
+    inner.writeMsg(res);
+  }
+
+  /** request.Match: one question, same name (case-insensitive), type and class; a response. */
+  private matches(res: Message): boolean {
+    if (res.question.length !== 1 || !res.qr) return false;
+    const q = res.question[0]!;
+    return q.type === this.req.qtype && q.class === this.req.qclass && lowerAscii(q.name) === this.req.name;
+  }
+}
