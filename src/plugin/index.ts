@@ -14,6 +14,7 @@ import { plugin as hosts } from './hosts/setup.ts';
 import { plugin as loadbalance } from './loadbalance/setup.ts';
 import { plugin as kubernetes } from './kubernetes/setup.ts';
 import { plugin as log } from './log/setup.ts';
+import { plugin as loop } from './loop/setup.ts';
 import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
@@ -33,6 +34,7 @@ export const builtinPlugins: PluginDefinition[] = [
   loadbalance,
   kubernetes,
   log,
+  loop,
   minimal,
   prometheus,
   ready,

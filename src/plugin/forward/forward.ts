@@ -29,6 +29,9 @@ export const DEFAULT_TIMEOUT_MS = 5000;
 
 export const ErrNoHealthy = 'no healthy proxies';
 
+/** (loop) Request metadata that keeps a query out of coalescing (the loop plugin's probe). */
+export const NO_COALESCE = 'loop/no-coalesce';
+
 /** One upstream as configured: an address, or a nameserver line of a TO file. */
 export interface UpstreamSpec {
   kind: UpstreamKind;
@@ -273,7 +276,8 @@ export class Forward implements Handler {
       const bufsize = req.size;
       let outcome: Outcome;
       let shared = false;
-      if (o.coalesce && msg.opcode === 0 && msg.question.length === 1) {
+      // (loop) `loop/no-coalesce`: a loop probe must be forwarded on every lap, as CoreDNS would.
+      if (o.coalesce && msg.opcode === 0 && msg.question.length === 1 && req.metadata(NO_COALESCE) === undefined) {
         const e = msg.edns;
         const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;

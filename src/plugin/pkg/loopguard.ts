@@ -1,0 +1,314 @@
+// Shared pieces of nodens's forwarding-loop guard, used by the loop plugin's
+// extended mode (`loop { ... }`) and by `nodens doctor`:
+//
+// * identity: a secret per process tree (shared with -workers children through
+//   an environment variable set by the primary), from which each server block
+//   derives its hop nonce and recognises its own probe names, whichever worker
+//   receives them;
+// * the hop-trace EDNS0 option (a code from the local/experimental range);
+// * probe names `<R1>.<R2>.<zone>` that look like CoreDNS's but whose second
+//   label is a MAC of the first, so only the block that sent a probe claims it;
+// * address classification and the remedies printed with every finding.
+
+import cluster from 'node:cluster';
+import { createHmac, randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
+import type { EdnsOption } from '../../wire/types.ts';
+
+/** EDNS0 option code of the hop trace (RFC 6891 local/experimental range 65001–65534). */
+export const HOP_TRACE_OPTION = 65433;
+/** Format version carried in the first byte of the option. */
+const TRACE_VERSION = 1;
+/** At most this many hops are listed (the count keeps counting). */
+export const MAX_LISTED_HOPS = 16;
+/** Length of a block's hop nonce. */
+export const NONCE_LEN = 6;
+
+/** RFC 8914 EDE info code used for looping queries: 22 No Reachable Authority. */
+export const LOOP_EDE_CODE = 22;
+/** CPU string of the HINFO answer a block gives to its own probe when it comes back. */
+export const PROBE_MARKER = 'nodens-loop-probe';
+
+const ENV_SECRET = 'NODENS_LOOP_SECRET';
+
+function processSecret(): Buffer {
+  const inherited = process.env[ENV_SECRET];
+  if (cluster.isWorker && inherited !== undefined && /^[0-9a-f]{64}$/.test(inherited)) return Buffer.from(inherited, 'hex');
+  // A primary (or a single process) always makes its own: a value inherited from an unrelated parent
+  // (e.g. a test runner that itself loaded this module) must never make two servers share an identity.
+  const s = randomBytes(32);
+  if (cluster.isPrimary) process.env[ENV_SECRET] = s.toString('hex');
+  return s;
+}
+
+const SECRET = processSecret();
+
+function mac(...parts: string[]): Buffer {
+  const h = createHmac('sha256', SECRET);
+  for (const p of parts) h.update(p).update('\0');
+  return h.digest();
+}
+
+const TWO62 = 1n << 62n;
+
+function macNumber(...parts: string[]): string {
+  return (mac(...parts).readBigUInt64BE(0) % TWO62).toString();
+}
+
+/** A uniformly random integer in [0, 2^62), decimal (CoreDNS's probe label). */
+export function randomLabel(): string {
+  return (randomBytes(8).readBigUInt64BE(0) % TWO62).toString();
+}
+
+/** The identity of one server block (same in every worker of one server). */
+export class BlockIdentity {
+  /** What makes a block distinct: its keys and listen hosts. */
+  readonly key: string;
+  readonly nonce: Uint8Array;
+  /** The nonce in hex: names this block in EDE texts and logs. */
+  readonly id: string;
+
+  constructor(key: string) {
+    this.key = key;
+    this.nonce = mac('nonce', key).subarray(0, NONCE_LEN);
+    this.id = Buffer.from(this.nonce).toString('hex');
+  }
+
+  /** A fresh probe name below `zone` (lower-case FQDN) that only this block recognises. */
+  probeName(zone: string): string {
+    const r1 = randomLabel();
+    const r2 = macNumber('probe', this.key, r1, zone);
+    return zone === '.' ? `${r1}.${r2}.` : `${r1}.${r2}.${zone}`;
+  }
+
+  /** Whether the lower-cased `name` is a probe this block (in any worker) sent. */
+  isProbe(name: string): boolean {
+    const c = name.charCodeAt(0);
+    if (c < 48 || c > 57) return false;
+    const d1 = name.indexOf('.');
+    if (d1 < 1 || d1 > 19) return false;
+    const d2 = name.indexOf('.', d1 + 1);
+    if (d2 < 0 || d2 - d1 - 1 > 19) return false;
+    const r1 = name.slice(0, d1);
+    const r2 = name.slice(d1 + 1, d2);
+    if (!/^[0-9]+$/.test(r1) || !/^[0-9]+$/.test(r2)) return false;
+    const zone = d2 + 1 >= name.length ? '.' : name.slice(d2 + 1);
+    return macNumber('probe', this.key, r1, zone) === r2;
+  }
+
+  hasNonce(n: Uint8Array): boolean {
+    if (n.length !== NONCE_LEN) return false;
+    for (let i = 0; i < NONCE_LEN; i++) if (n[i] !== this.nonce[i]) return false;
+    return true;
+  }
+}
+
+// ---- the hop trace -------------------------------------------------------------------------------
+
+export interface Hop {
+  nonce: Uint8Array;
+  /** The address the query arrived on at that hop ('' when unknown). */
+  addr: string;
+  port: number;
+}
+
+export interface HopTrace {
+  /** Number of nodens hops the query has passed (may exceed path.length). */
+  hops: number;
+  path: Hop[];
+}
+
+function ipBytes(addr: string): Uint8Array | undefined {
+  if (addr.includes(':')) {
+    const out = new Uint8Array(16);
+    const parts = addr.split('::');
+    if (parts.length > 2) return undefined;
+    const head = parts[0] === '' ? [] : parts[0]!.split(':');
+    const tail = parts.length === 2 ? (parts[1] === '' ? [] : parts[1]!.split(':')) : [];
+    // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups.
+    const expand = (g: string[]): number[] | undefined => {
+      const r: number[] = [];
+      for (const x of g) {
+        if (x.includes('.')) {
+          const v4 = ipBytes(x);
+          if (v4 === undefined || v4.length !== 4) return undefined;
+          r.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
+        } else {
+          if (!/^[0-9a-fA-F]{1,4}$/.test(x)) return undefined;
+          r.push(parseInt(x, 16));
+        }
+      }
+      return r;
+    };
+    const h = expand(head), t = expand(tail);
+    if (h === undefined || t === undefined) return undefined;
+    if (parts.length === 1 && h.length !== 8) return undefined;
+    if (h.length + t.length > 8) return undefined;
+    const groups = [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+    groups.forEach((g, i) => { out[2 * i] = g >> 8; out[2 * i + 1] = g & 0xff; });
+    return out;
+  }
+  const p = addr.split('.');
+  if (p.length !== 4) return undefined;
+  const out = new Uint8Array(4);
+  for (let i = 0; i < 4; i++) {
+    if (!/^[0-9]{1,3}$/.test(p[i]!)) return undefined;
+    const v = Number(p[i]);
+    if (v > 255) return undefined;
+    out[i] = v;
+  }
+  return out;
+}
+
+function formatIp(b: Uint8Array): string {
+  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
+  const g: string[] = [];
+  for (let i = 0; i < 16; i += 2) g.push(((b[i]! << 8) | b[i + 1]!).toString(16));
+  // Longest run of zero groups → '::' (RFC 5952).
+  let best = -1, bestLen = 0;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== '0') { i++; continue; }
+    let j = i;
+    while (j < 8 && g[j] === '0') j++;
+    if (j - i > bestLen && j - i > 1) { best = i; bestLen = j - i; }
+    i = j;
+  }
+  if (best < 0) return g.join(':');
+  return g.slice(0, best).join(':') + '::' + g.slice(best + bestLen).join(':');
+}
+
+/** `v(1) hops(1) { nonce(6) family(1: 0, 4 or 6) addr(0|4|16) port(2) }*` */
+export function encodeTrace(t: HopTrace): Uint8Array {
+  const parts: number[] = [TRACE_VERSION, Math.min(t.hops, 255)];
+  for (const h of t.path.slice(0, MAX_LISTED_HOPS)) {
+    for (let i = 0; i < NONCE_LEN; i++) parts.push(h.nonce[i] ?? 0);
+    const b = h.addr === '' ? undefined : ipBytes(h.addr);
+    if (b === undefined) parts.push(0);
+    else { parts.push(b.length === 4 ? 4 : 6); for (const x of b) parts.push(x); }
+    parts.push((h.port >> 8) & 0xff, h.port & 0xff);
+  }
+  return Uint8Array.from(parts);
+}
+
+export function decodeTrace(d: Uint8Array): HopTrace | undefined {
+  if (d.length < 2 || d[0] !== TRACE_VERSION) return undefined;
+  const t: HopTrace = { hops: d[1]!, path: [] };
+  let p = 2;
+  while (p < d.length) {
+    if (p + NONCE_LEN + 1 > d.length) return undefined;
+    const nonce = d.slice(p, p + NONCE_LEN);
+    p += NONCE_LEN;
+    const fam = d[p++]!;
+    const n = fam === 0 ? 0 : fam === 4 ? 4 : fam === 6 ? 16 : -1;
+    if (n < 0 || p + n + 2 > d.length) return undefined;
+    const addr = n === 0 ? '' : formatIp(d.subarray(p, p + n));
+    p += n;
+    const port = (d[p]! << 8) | d[p + 1]!;
+    p += 2;
+    t.path.push({ nonce, addr, port });
+  }
+  return t;
+}
+
+/** The hop trace carried by a query's EDNS options, if any (malformed traces are ignored). */
+export function traceOf(options: readonly EdnsOption[] | undefined): HopTrace | undefined {
+  if (options === undefined) return undefined;
+  for (let i = 0; i < options.length; i++) {
+    const o = options[i]!;
+    if (o.code === HOP_TRACE_OPTION) return decodeTrace(o.data);
+  }
+  return undefined;
+}
+
+export function hostPort(addr: string, port: number): string {
+  if (addr === '') return `:${port}`;
+  return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;
+}
+
+/** `127.0.0.1:53 -> 127.0.0.2:53 -> 127.0.0.1:53` */
+export function formatPath(path: readonly Hop[]): string {
+  return path.map((h) => hostPort(h.addr, h.port)).join(' -> ');
+}
+
+/** An Extended DNS Error option (RFC 8914): info code, then UTF-8 EXTRA-TEXT. */
+export function edeOption(code: number, text: string): EdnsOption {
+  const t = Buffer.from(text, 'utf8');
+  const data = new Uint8Array(2 + t.length);
+  data[0] = code >> 8;
+  data[1] = code & 0xff;
+  data.set(t, 2);
+  return { code: 15, data };
+}
+
+// ---- addresses -------------------------------------------------------------------------------
+
+export type AddressClass = 'loopback' | 'link-local' | 'unspecified' | 'other';
+
+export function classifyAddress(host: string): AddressClass {
+  const b = ipBytes(host.replace(/%.*$/, ''));
+  if (b === undefined) return 'other';
+  if (b.length === 4) {
+    if (b[0] === 127) return 'loopback';
+    if (b[0] === 169 && b[1] === 254) return 'link-local';
+    if (b.every((x) => x === 0)) return 'unspecified';
+    return 'other';
+  }
+  // IPv4-mapped
+  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return classifyAddress(formatIp(b.subarray(12)));
+  if (b.subarray(0, 15).every((x) => x === 0)) return b[15] === 1 ? 'loopback' : b[15] === 0 ? 'unspecified' : 'other';
+  if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) return 'link-local';
+  return 'other';
+}
+
+/** Canonical text of an IP address (so `::0001` and `::1` compare equal); the input when it is not an IP. */
+export function canonicalIp(host: string): string {
+  const b = ipBytes(host.replace(/%.*$/, ''));
+  return b === undefined ? host : formatIp(b);
+}
+
+/** Every address of this host's interfaces, canonical, plus the loopback ranges' usual members. */
+export function localAddresses(): Set<string> {
+  const out = new Set<string>(['127.0.0.1', '::1']);
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) out.add(canonicalIp(a.address));
+  }
+  return out;
+}
+
+/** Whether packets to `host` stay on this machine: loopback, unspecified, or one of our interface addresses. */
+export function isLocalAddress(host: string, locals: ReadonlySet<string>): boolean {
+  const c = classifyAddress(host);
+  if (c === 'loopback' || c === 'unspecified') return true;
+  return locals.has(canonicalIp(host));
+}
+
+/** Split `ip:port` / `[v6]:port`. */
+export function splitAddr(addr: string): { host: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\]:(\d+)$/.exec(addr) ?? /^([^:]+):(\d+)$/.exec(addr);
+  if (m === null) return undefined;
+  return { host: m[1]!, port: Number(m[2]) };
+}
+
+// ---- explanations --------------------------------------------------------------------------------
+
+export interface OriginLike {
+  file: string;
+  line: number;
+  source: 'corefile' | 'resolvconf';
+}
+
+export function originText(o: OriginLike | undefined): string {
+  if (o === undefined) return 'unknown origin';
+  return `${o.source === 'resolvconf' ? 'resolv.conf' : 'Corefile'} ${o.file}:${o.line}`;
+}
+
+/** The remedies of the troubleshooting guide, fitted to where the upstream came from. */
+export function remedyFor(o: OriginLike | undefined): string {
+  if (o?.source === 'resolvconf') {
+    return `remedy: point kubelet's resolvConf at the real resolver file (e.g. /run/systemd/resolve/resolv.conf) so ${o.file} holds no local/loopback or node-local address, ` +
+      'or disable the local stub resolver (systemd-resolved DNSStubListener=no) and restore the file, ' +
+      'or forward to explicit upstream addresses instead of the file';
+  }
+  return 'remedy: forward to explicit upstream addresses that do not send queries back to this server ' +
+    '(not this server\'s own or loopback addresses; check the upstream\'s own forwarders)';
+}
