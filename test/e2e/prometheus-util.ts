@@ -110,7 +110,7 @@ export async function scrape(port: number): Promise<Map<string, Family>> {
 let nextId = 1;
 
 /** One DNS query over UDP (or TCP); returns the decoded reply. */
-export async function query(port: number, name: string, type = 'A', opts: { tcp?: boolean; klass?: string; dnssec?: boolean } = {}): Promise<dnsPacket.Packet> {
+export async function query(port: number, name: string, type = 'A', opts: { tcp?: boolean; klass?: string; dnssec?: boolean } = {}): Promise<dnsPacket.Packet & { rcode?: string }> {
   const id = (nextId++ & 0xffff) || 1;
   const q = dnsPacket.encode({
     type: 'query', id, flags: dnsPacket.RECURSION_DESIRED,

@@ -36,7 +36,32 @@ async function serveMetrics(res: import('node:http').ServerResponse): Promise<vo
     return;
   }
   res.writeHead(200, { 'Content-Type': metricsContentType() });
-  res.end(text);
+  res.end(withoutEmptyFamilies(text));
+}
+
+/**
+ * Drop the HELP/TYPE lines of families without a sample (a labelled metric no
+ * one has used yet): Go's client does not print them, prom-client does.
+ */
+export function withoutEmptyFamilies(text: string): string {
+  const lines = text.split('\n');
+  const out: string[] = [];
+  let pending: string[] = [];
+  for (const line of lines) {
+    if (line.startsWith('# HELP ') || line.startsWith('# TYPE ')) {
+      const name = line.split(' ', 3)[2];
+      if (pending.length > 0 && pending[0]!.split(' ', 3)[2] !== name) pending = [];
+      pending.push(line);
+      continue;
+    }
+    if (line === '') continue;
+    if (pending.length > 0) {
+      out.push(...pending);
+      pending = [];
+    }
+    out.push(line);
+  }
+  return out.join('\n') + '\n';
 }
 
 /** The instance whose blocks set coredns_plugin_enabled last. */
