@@ -558,6 +558,8 @@ export class K8sApiServer {
     this.watchers.add(w);
     if (bookmarks && this.opts.bookmarkMs > 0) {
       w.timer = setInterval(() => {
+        // Every event up to the global version has been offered to this watch already.
+        w.rv = this.rv;
         send('BOOKMARK', { kind: r.kind, apiVersion: r.apiVersion, metadata: { resourceVersion: String(w.rv) } });
       }, this.opts.bookmarkMs);
     }
