@@ -9,6 +9,7 @@ import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
 import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
+import { runDoctor } from './doctor.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 
@@ -33,6 +34,7 @@ function fatalStartup(message: string): never {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  if (argv[0] === 'doctor') process.exit(runDoctor(argv.slice(1)));
   let parsed;
   try {
     parsed = parseFlags(FLAGS, argv);

@@ -241,7 +241,7 @@ export class LoopGuard implements Handler {
   }
 
   private tagged(req: Request, msg: Message, incoming: HopTrace | undefined): Message {
-    const me: Hop = { nonce: this.identity.nonce, addr: req.localAddress, port: req.localPort };
+    const me = this.hereHop(req);
     const path = incoming === undefined ? [me] : [...incoming.path.slice(0, MAX_LISTED_HOPS - 1), me];
     const t: HopTrace = { hops: (incoming?.hops ?? 0) + 1, path };
     const opt: EdnsOption = { code: HOP_TRACE_OPTION, data: encodeTrace(t) };
@@ -272,7 +272,9 @@ export class LoopGuard implements Handler {
 
   /** The block's own hop for a path (the address the query arrived on). */
   private hereHop(req: Request): Hop {
-    return { nonce: this.identity.nonce, addr: req.localAddress, port: req.localPort };
+    // A wildcard listener reports its bind address, not the packet's destination: leave it out.
+    const a = req.localAddress;
+    return { nonce: this.identity.nonce, addr: classifyAddress(a) === 'unspecified' ? '' : a, port: req.localPort };
   }
 
   private failWith(req: Request, w: ResponseWriter, text: string): number {
