@@ -86,7 +86,7 @@ export class Instance implements InstanceServices {
   private readonly listenersByAddr = new Map<string, DnsListener>();
   private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
   private readonly sharedValues = new Map<string, unknown>();
-  readonly readiness = new Map<string, Readiness>();
+  private readonly readiness = new Map<string, Readiness>();
 
   private constructor(file: string, blocks: ServerBlock[], reloadControl: ReloadControl | undefined) {
     this.corefilePath = file;
@@ -216,6 +216,7 @@ export class Instance implements InstanceServices {
 
   // ---- InstanceServices ----
   registerReadiness(name: string, r: Readiness): void { this.readiness.set(name, r); }
+  readinessReporters(): ReadonlyMap<string, Readiness> { return this.readiness; }
   shared<T>(key: string, create: () => T): T {
     if (!this.sharedValues.has(key)) this.sharedValues.set(key, create());
     return this.sharedValues.get(key) as T;

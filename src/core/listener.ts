@@ -23,6 +23,8 @@ export class DnsListener {
   private readonly conns = new Set<TcpConnection>();
   private inflight = 0;
   private idleWaiters: Array<() => void> = [];
+  /** The configuration asked for port 0: the kernel picks, and UDP and TCP must agree. */
+  private requestedPortZero = false;
 
   constructor(host: string, port: number, table: ServeTable) {
     this.host = host;
@@ -61,8 +63,6 @@ export class DnsListener {
     }
     throw lastErr;
   }
-
-  private requestedPortZero = false;
 
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
@@ -241,5 +241,6 @@ function listenError(op: string, proto: string, host: string, port: number, err:
     : code === 'EACCES' ? 'bind: permission denied'
       : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
         : err.message;
-  return new Error(`${op}: listen ${proto} ${h}:${port}: ${reason}`);
+  // Keep the errno code: the port-0 retry and callers decide on it.
+  return Object.assign(new Error(`${op}: listen ${proto} ${h}:${port}: ${reason}`), { code });
 }

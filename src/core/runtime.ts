@@ -45,7 +45,14 @@ export class Runtime {
       },
     };
     const inst = await Instance.create({ ...opts, reloadControl });
-    await inst.start();
+    try {
+      await inst.start();
+    } catch (e) {
+      // Startup hooks may have opened endpoints (health, metrics): close them before giving up.
+      await inst.runHooks('shutdown');
+      await inst.runHooks('finalShutdown');
+      throw e;
+    }
     runtime = new Runtime(inst, { ...opts, reloadControl });
     return runtime;
   }

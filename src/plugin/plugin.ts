@@ -115,6 +115,8 @@ export interface ReloadControl {
 export interface InstanceServices {
   /** Register a readiness reporter (ready plugin semantics). */
   registerReadiness(name: string, r: Readiness): void;
+  /** The reporters registered so far, by plugin name. */
+  readinessReporters(): ReadonlyMap<string, Readiness>;
   /** A value shared between setups of the same instance, created on first use. */
   shared<T>(key: string, create: () => T): T;
   /** The Corefile's path as given (for messages), e.g. `Corefile`. */

@@ -55,6 +55,7 @@ export async function runSetup(def: PluginDefinition, corefile: string): Promise
     config,
     instance: {
       registerReadiness() { /* not needed */ },
+      readinessReporters: () => new Map(),
       shared<T>(key: string, create: () => T): T {
         if (!shared.has(key)) shared.set(key, create());
         return shared.get(key) as T;

@@ -14,10 +14,9 @@ function isReadiness(h: unknown): h is Readiness {
   return typeof (h as Partial<Readiness>).ready === 'function';
 }
 
-/** Readiness reporters registered through InstanceServices.registerReadiness (the core keeps them on the instance). */
+/** Readiness reporters registered through InstanceServices.registerReadiness. */
 function registered(inst: InstanceServices): Iterable<[string, Readiness]> {
-  const m = (inst as { readiness?: unknown }).readiness;
-  return m instanceof Map ? (m as Map<string, Readiness>) : [];
+  return inst.readinessReporters();
 }
 
 export const plugin: PluginDefinition = {
