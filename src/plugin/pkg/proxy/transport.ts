@@ -98,7 +98,7 @@ export class Transport {
 
   /** Give a healthy connection back for reuse. */
   yield(c: Conn): void {
-    if (c.closed || this.stopped) { c.close(); return; }
+    if (c.closed || this.stopped || this.opts.expireMs <= 0) { c.close(); return; }
     const pool = this.pools[c.proto];
     if (this.opts.maxIdleConns > 0 && pool.length >= this.opts.maxIdleConns) { c.close(); return; }
     c.used = Date.now();
