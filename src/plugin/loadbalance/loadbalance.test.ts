@@ -1,0 +1,101 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { ResourceRecord } from '../../wire/types.ts';
+import { decodeMessage } from '../../wire/decode.ts';
+import { encodeMessage } from '../../wire/encode.ts';
+import { newQuery, replyTo } from '../../wire/message.ts';
+import { setupError, runSetup, makeRequest } from '../pkg/testing.ts';
+import { plugin } from './setup.ts';
+import { roundRobin, roundRobinWire, reorderPreferred, parseCidr } from './shuffle.ts';
+import { WeightedRR, parseWeights } from './weighted.ts';
+import { pluginLogger } from '../../core/log.ts';
+
+const a = (name: string, ip: string): ResourceRecord => ({ name, type: 1, class: 1, ttl: 60, data: { address: ip } });
+const aaaa = (name: string, ip: string): ResourceRecord => ({ name, type: 28, class: 1, ttl: 60, data: { address: ip } });
+const cname = (name: string, t: string): ResourceRecord => ({ name, type: 5, class: 1, ttl: 60, data: { target: t } });
+const mx = (name: string, p: number, t: string): ResourceRecord => ({ name, type: 15, class: 1, ttl: 60, data: { preference: p, exchange: t } });
+const txt = (name: string): ResourceRecord => ({ name, type: 16, class: 1, ttl: 60, data: { strings: [new Uint8Array([120])] } });
+const types = (rrs: ResourceRecord[]): number[] => rrs.map((r) => r.type);
+
+test('round_robin regroups: CNAME, others, addresses, MX', () => {
+  const out = roundRobin([mx('x.', 1, 'm.'), a('x.', '1.1.1.1'), txt('x.'), cname('x.', 'y.'), aaaa('x.', '::1'), mx('x.', 2, 'n.')]);
+  assert.deepEqual(types(out).slice(0, 2), [5, 16]);
+  assert.deepEqual(new Set(types(out).slice(2, 4)), new Set([1, 28]));
+  assert.deepEqual(types(out).slice(4), [15, 15]);
+});
+
+test('round_robin shuffles (all orders of three records appear)', () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 300; i++) seen.add(roundRobin([a('x.', '1.0.0.1'), a('x.', '1.0.0.2'), a('x.', '1.0.0.3')]).map((r) => (r.data as { address: string }).address).join());
+  assert.equal(seen.size, 6);
+});
+
+test('wire round_robin keeps the record set and moves only safe records', () => {
+  const q = newQuery('www.example.', 1);
+  const r = replyTo(q);
+  r.answer = [cname('www.example.', 'web.example.'), a('web.example.', '10.0.0.1'), a('web.example.', '10.0.0.2'), a('web.example.', '10.0.0.3')];
+  const wire = encodeMessage(r, { compress: true });
+  const seen = new Set<string>();
+  for (let i = 0; i < 200; i++) {
+    const out = roundRobinWire(wire);
+    if (out === undefined) {
+      // The A records' owner points into the CNAME rdata: the first A owner may be a pointer target.
+      continue;
+    }
+    const m = decodeMessage(out);
+    assert.equal(m.answer[0]!.type, 5);
+    assert.deepEqual(m.answer.slice(1).map((x) => (x.data as { address: string }).address).sort(), ['10.0.0.1', '10.0.0.2', '10.0.0.3']);
+    seen.add(m.answer.slice(1).map((x) => (x.data as { address: string }).address).join());
+  }
+  assert.ok(seen.size > 1);
+});
+
+test('prefer CIDR moves matching addresses first, in CIDR order', () => {
+  const out = reorderPreferred([a('x.', '10.0.0.1'), a('x.', '192.168.1.1'), mx('x.', 1, 'm.'), a('x.', '172.16.0.1'), cname('x.', 'y.')],
+    [parseCidr('172.16.0.0/12'), parseCidr('192.168.0.0/16')]);
+  assert.deepEqual(out.map((r) => r.type === 1 ? (r.data as { address: string }).address : r.type), [5, '172.16.0.1', '192.168.1.1', '10.0.0.1', 15]);
+});
+
+test('weighted: weight file parsing and the weighted first address', () => {
+  const w = parseWeights('# c\nw.example\n10.0.0.1 100\n10.0.0.2 1\n', 'wf');
+  assert.equal(w.get('w.example.')!.length, 2);
+  assert.throws(() => parseWeights('10.0.0.1\n', 'wf'), /wrong domain name:"10.0.0.1" in weight file wf. \(Maybe a missing weight value\?\)/);
+  assert.throws(() => parseWeights('x.\n10.0.0.1 0\n', 'wf'), /wrong weight value:"0" in weight file wf/);
+  assert.throws(() => parseWeights('10.0.0.1 3\n', 'wf'), /missing domain name in weight file wf/);
+  const wr = new WeightedRR('wf', 0, pluginLogger('loadbalance'));
+  wr.domains = w;
+  let first1 = 0;
+  for (let i = 0; i < 1000; i++) {
+    const out = wr.order([a('w.example.', '10.0.0.2'), a('w.example.', '10.0.0.1')]);
+    if ((out[0]!.data as { address: string }).address === '10.0.0.1') first1++;
+  }
+  assert.ok(first1 > 950, `weight 100 vs 1 chosen first ${first1}/1000`);
+});
+
+test('only NOERROR replies are reordered', async () => {
+  const res = await runSetup(plugin, '. {\n loadbalance\n}\n');
+  const replies: unknown[] = [];
+  const chain = res.chain({
+    name: 'answer',
+    serveDNS(req, w) {
+      const r = replyTo(req.msg);
+      r.rcode = 3;
+      r.answer = [a('x.', '1.0.0.1'), a('x.', '1.0.0.2'), a('x.', '1.0.0.3')];
+      w.writeMsg(r);
+      return 0;
+    },
+  });
+  for (let i = 0; i < 20; i++) {
+    chain.serveDNS(makeRequest('x.'), { writeMsg: (m) => { replies.push(m.answer.map((x) => (x.data as { address: string }).address).join()); }, writeWire() {} });
+  }
+  assert.equal(new Set(replies).size, 1);
+});
+
+test('setup errors use CoreDNS messages', async () => {
+  assert.match(await setupError(plugin, '. {\n loadbalance foo\n}\n'), /plugin\/loadbalance: unknown policy: foo/);
+  assert.match(await setupError(plugin, '. {\n loadbalance weighted\n}\n'), /missing weight file argument/);
+  assert.match(await setupError(plugin, '. {\n loadbalance weighted a b\n}\n'), /unexpected argument\(s\)/);
+  assert.match(await setupError(plugin, '. {\n loadbalance {\n  prefer 10.0.0.0/33\n }\n}\n'), /invalid CIDR "10.0.0.0\/33": invalid CIDR address: 10.0.0.0\/33/);
+  assert.match(await setupError(plugin, '. {\n loadbalance round_robin x\n}\n'), /unknown property for round_robin/);
+  assert.equal(await setupError(plugin, '. {\n loadbalance round_robin {\n  prefer 10.0.0.0/8 fd00::/8\n }\n}\n'), '');
+});
