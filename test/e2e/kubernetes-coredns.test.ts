@@ -17,7 +17,8 @@ const CASES = fileURLToPath(new URL('../conformance/cases/', import.meta.url));
 const FIXTURE = JSON.parse(readFileSync(fileURLToPath(new URL('../k8s-api/fixtures/cluster.json', import.meta.url)), 'utf8')) as ClusterState;
 
 for (const name of ['kubernetes-basic', 'kubernetes-options']) {
-  test(`CoreDNS and nodens answer alike: ${name}`, { timeout: 120_000 }, async () => {
+  // The first test may build the reference CoreDNS (scripts/coredns-reference.sh) when it is not cached yet.
+  test(`CoreDNS and nodens answer alike: ${name}`, { timeout: 900_000 }, async () => {
     const r = await runCase(path.join(CASES, name));
     assert.ok(r.passed > 40);
     assert.deepEqual(r.failed.map((f) => `${f.query}\n${f.diff}`), []);

@@ -176,9 +176,10 @@ export class ApiClient {
    * Non-2xx statuses reject with an HttpStatusError (body read). Watches are not
    * rate limited (as client-go).
    */
-  async open(pathAndQuery: string, watch: boolean): Promise<StreamResponse> {
-    if (!watch) await this.acquire();
-    let released = watch;
+  async open(pathAndQuery: string, watch: boolean, unlimited = false): Promise<StreamResponse> {
+    const limited = !watch && !unlimited;
+    if (limited) await this.acquire();
+    let released = !limited;
     const done = () => {
       if (!released) {
         released = true;
@@ -235,8 +236,9 @@ export class ApiClient {
   }
 
   /** GET and parse a JSON body. */
-  async getJSON<T>(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }): Promise<T> {
-    const s = await this.open(pathAndQuery, false);
+  async getJSON<T>(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }, continuation = false): Promise<T> {
+    // The pages after the first of one paginated LIST ride on the first page's token.
+    const s = await this.open(pathAndQuery, false, continuation);
     if (signal !== undefined) signal.onAbort = s.abort;
     return await new Promise<T>((resolve, reject) => {
       const chunks: Buffer[] = [];

@@ -607,6 +607,10 @@ function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bPro
 /** dnsutil.Dedup: drop exact duplicates (name case-insensitive, same type/class/rdata). */
 function dedup(rrs: ResourceRecord[]): ResourceRecord[] {
   if (rrs.length < 2) return rrs;
+  // Only CNAME chains (ExternalName) can repeat a record: every other builder de-duplicates as it goes.
+  let chained = false;
+  for (let i = 0; i < rrs.length; i++) if (rrs[i].type === T_CNAME) { chained = true; break; }
+  if (!chained) return rrs;
   const seen = new Set<string>();
   const out: ResourceRecord[] = [];
   for (const r of rrs) {

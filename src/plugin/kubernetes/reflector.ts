@@ -192,7 +192,7 @@ export class Reflector {
       this.listAbort = { aborted: false };
       let body: ListBody;
       try {
-        body = await this.opts.client.getJSON<ListBody>(this.query(params), this.listAbort);
+        body = await this.opts.client.getJSON<ListBody>(this.query(params), this.listAbort, cont !== '');
       } catch (e) {
         if (e instanceof HttpStatusError && e.status === 410 && cont !== '') {
           // expired continue token: list again without pagination
