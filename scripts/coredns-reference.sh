@@ -20,7 +20,11 @@ DIR="$ROOT/.cache/coredns/$VERSION"
 BIN="$DIR/coredns"
 want="CoreDNS-${VERSION#v}"
 
-if [[ -x "$BIN" ]] && "$BIN" -version 2>/dev/null | grep -qx "$want"; then
+# The first line of `coredns -version` names the version. (Read it whole: `| grep -q` under pipefail would fail
+# whenever grep exits before coredns has written its second line.)
+reports() { local out; out="$("$1" -version 2>/dev/null || true)"; [[ "$(head -n1 <<<"$out")" == "$want" ]]; }
+
+if [[ -x "$BIN" ]] && reports "$BIN"; then
   echo "$BIN"
   exit 0
 fi
@@ -32,6 +36,6 @@ echo "coredns-reference: building CoreDNS $VERSION into $DIR (once; takes a few 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 ( cd "$tmp" && GOBIN="$tmp" go install "github.com/coredns/coredns@$VERSION" ) >&2
-"$tmp/coredns" -version 2>/dev/null | grep -qx "$want" || { echo "coredns-reference: built binary does not report $want" >&2; exit 1; }
+reports "$tmp/coredns" || { echo "coredns-reference: built binary does not report $want" >&2; exit 1; }
 mv -f "$tmp/coredns" "$BIN"
 echo "$BIN"
