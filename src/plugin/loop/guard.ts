@@ -525,7 +525,9 @@ export class LoopGuard implements Handler {
     const local = isLocalAddress(host, this.locals);
     const zone = fwd.opts.from;
     const from = originText(u.origin);
-    for (const l of this.listens) {
+    // This block first: for names of its zone the listener routes to it before any other block.
+    const order = [...this.listens.filter((l) => l.self), ...this.listens.filter((l) => !l.self)];
+    for (const l of order) {
       if (l.port !== hp.port) continue;
       const hit = l.hosts.some((h) => (h === '' ? local : canonicalIp(h) === host));
       if (!hit) continue;
