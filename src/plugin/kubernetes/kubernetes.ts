@@ -266,9 +266,10 @@ export class Kubernetes implements Handler, Readiness {
       if (t === 'dns-version') {
         return { entries: [{ host: '', port: 0, ttl: 28800, domain: ctx.req.qname, text: '1.1.0' }], err: OK };
       }
+      // Other names only tell NXDOMAIN from NODATA: no TXT data, no CNAME chasing.
       const r = this.records(ctx, name);
       if (r.err === OK && r.entries.length === 0) return NAME_ERROR_RESULT;
-      return r;
+      return r.err === OK ? NODATA_RESULT : r;
     }
     if (qtype === T_NS) return { entries: this.nsEntries(ctx), err: OK };
     if (name === 'ns.dns.' + (ctx.zoneLower === '.' ? '' : ctx.zoneLower)) {

@@ -31,17 +31,15 @@ export function upstreamLookup(instance: InstanceServices, own: BlockConfig) {
         bestZone = z;
       }
     }
-    if (best === undefined) return undefined;
     const q = newQuery(name, qtype);
+    // No block for the name: the server itself answers REFUSED (an empty answer section).
+    if (best === undefined) return { ...q, qr: true, rcode: 5 };
     const wire = encodeMessage(q);
     const r2 = new Request(q, wire, req.proto, req.remoteAddress, req.remotePort, req.localAddress, req.localPort, req.server, process.hrtime.bigint());
     r2.zone = bestZone;
     const w = new Capture();
     const rc = await best.handlers[0].serveDNS(r2, w);
-    if (w.msg === undefined) {
-      void rc;
-      return undefined;
-    }
-    return w.msg;
+    // An error rcode returned unwritten becomes the server's own empty reply.
+    return w.msg ?? { ...q, qr: true, rcode: typeof rc === 'number' ? rc : 2 };
   };
 }
