@@ -11,7 +11,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import { existsSync } from 'node:fs';
-import { KubeConfig } from '@kubernetes/client-node';
+// Type-only at load time: @kubernetes/client-node costs ~0.9 s and ~60 MB to import, so it is
+// loaded only when a Corefile actually uses the kubernetes plugin.
+import type { KubeConfig } from '@kubernetes/client-node';
 import { restClientRequests, restClientLatency, restClientRateLimiter } from './metrics.ts';
 
 export interface ConnectionSpec {
@@ -26,8 +28,9 @@ export interface ConnectionSpec {
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** Builds the KubeConfig the way CoreDNS's getClientConfig chooses its source. Throws with client-go's texts. */
-export function loadKubeConfig(spec: ConnectionSpec): KubeConfig {
-  const kc = loadKubeConfigFrom(spec);
+export async function loadKubeConfig(spec: ConnectionSpec): Promise<KubeConfig> {
+  const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
+  const kc = loadKubeConfigFrom(spec, new KubeConfigClass());
   // client-go talks plain HTTP to an http:// server; client-node refuses unless
   // skipTLSVerify is set, which means nothing without TLS anyway.
   const c = kc.getCurrentCluster();
@@ -35,8 +38,7 @@ export function loadKubeConfig(spec: ConnectionSpec): KubeConfig {
   return kc;
 }
 
-function loadKubeConfigFrom(spec: ConnectionSpec): KubeConfig {
-  const kc = new KubeConfig();
+function loadKubeConfigFrom(spec: ConnectionSpec, kc: KubeConfig): KubeConfig {
   if (spec.kubeconfig !== undefined) {
     if (!existsSync(spec.kubeconfig.path)) {
       throw new Error(`stat ${spec.kubeconfig.path}: no such file or directory`);

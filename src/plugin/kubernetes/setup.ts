@@ -220,7 +220,7 @@ export const plugin: PluginDefinition = {
     const allZones = [...zones];
     for (const z of multiclusterZones) if (!allZones.includes(z)) allZones.push(z);
 
-    const kc = loadKubeConfig(conn);
+    const kc = await loadKubeConfig(conn);
     const client = new ApiClient(kc, { qps: qps > 0 ? qps : 5, burst: burst > 0 ? burst : 10, maxInflight }, `nodens (kubernetes plugin) ${process.platform}/${process.arch}`);
     const controller = new Controller();
     controller.connect(client, {
