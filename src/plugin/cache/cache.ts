@@ -373,8 +373,23 @@ export class Cache implements Handler {
 
   private miss(req: Request, w: ResponseWriter, key: string, doBit: boolean, ad: boolean): HandlerResult {
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
-    const r = req.msg.ad ? req : derived(req, { ...req.msg, ad: true });
-    return nextOrFailure(this.name, this.next, r, crr);
+    const msg = req.msg;
+    if (msg.ad) return nextOrFailure(this.name, this.next, req, crr);
+    // The next plugins see the query with AD set (CoreDNS hands on a copy with AD=1); the flag is
+    // put back once they are done, so plugins that run around the cache see the client's query.
+    msg.ad = true;
+    let res: HandlerResult;
+    try {
+      res = nextOrFailure(this.name, this.next, req, crr);
+    } catch (e) {
+      msg.ad = false;
+      throw e;
+    }
+    if (typeof res === 'number') {
+      msg.ad = false;
+      return res;
+    }
+    return res.finally(() => { msg.ad = false; });
   }
 
   /** A background refresh (prefetch, or serve_stale immediate): at most one per entry. */

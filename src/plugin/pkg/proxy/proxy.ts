@@ -76,6 +76,7 @@ export class Proxy {
   private periodic: NodeJS.Timeout | undefined;
   private stopped = false;
   private agent: https.Agent | undefined;
+  private readonly durations: ({ observe(v: number): void } | undefined)[] = [];
 
   constructor(host: string, port: number, kind: UpstreamKind, origin: Origin, opts: ProxyOptions, proxyName = 'forward') {
     this.host = host;
@@ -139,7 +140,10 @@ export class Proxy {
     }
     reply[0] = originId >> 8;
     reply[1] = originId & 0xff;
-    requestDuration.labels(this.proxyName, this.addr, rcodeLabel(reply[3]! & 0x0f)).observe((performance.now() - t0) / 1000);
+    const rc = reply[3]! & 0x0f;
+    let h = this.durations[rc];
+    if (h === undefined) h = this.durations[rc] = requestDuration.labels(this.proxyName, this.addr, rcodeLabel(rc));
+    h.observe((performance.now() - t0) / 1000);
     return reply;
   }
 

@@ -31,6 +31,8 @@ export class Transport {
   private avgDialMs = MAX_DIAL_MS / 2;
   private sweeper: NodeJS.Timeout | undefined;
   private stopped = false;
+  private readonly hits: Partial<Record<Proto, { inc(): void }>> = {};
+  private readonly misses: Partial<Record<Proto, { inc(): void }>> = {};
 
   constructor(host: string, port: number, addr: string, proxyName: string, opts: TransportOptions) {
     this.host = host;
@@ -81,11 +83,11 @@ export class Transport {
         c.close();
         continue;
       }
-      connCacheHitsCount.labels(this.proxyName, this.addr, proto).inc();
+      (this.hits[proto] ??= connCacheHitsCount.labels(this.proxyName, this.addr, proto)).inc();
       c.reused = true;
       return c;
     }
-    connCacheMissesCount.labels(this.proxyName, this.addr, proto).inc();
+    (this.misses[proto] ??= connCacheMissesCount.labels(this.proxyName, this.addr, proto)).inc();
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {
