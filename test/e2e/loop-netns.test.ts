@@ -13,9 +13,13 @@ import { join } from 'node:path';
 import { ROOT } from '../helpers/server.ts';
 import { Netns, available, digIn, type Proc } from '../netns/netns.ts';
 
-const ok = available();
-const skip = !ok && 'needs root and ip netns';
-const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+/** Namespaces need root and iproute2, the rings need these tools: CI installs them; a missing one fails loudly. */
+function requireTools(...cmds: string[]): void {
+  assert.ok(available(), 'network namespaces unavailable: run as root with iproute2 installed');
+  for (const cmd of cmds) {
+    assert.equal(spawnSync('sh', ['-c', `command -v ${cmd}`]).status, 0, `${cmd} is not installed (apt-get install -y ${cmd === 'dnsmasq' ? 'dnsmasq-base' : cmd})`);
+  }
+}
 
 const guard = (bindIp: string, resolv: string, extra = ''): string => `.:53 {
     bind ${bindIp}
@@ -47,7 +51,8 @@ async function healthy(ns: Netns, server: string): Promise<void> {
   throw new Error(`${server} never answered`);
 }
 
-test('ring of two nodens created after start (resolv.conf rewrite): detected, contained, recovers', { skip, timeout: 60_000 }, async () => {
+test('ring of two nodens created after start (resolv.conf rewrite): detected, contained, recovers', { timeout: 60_000 }, async () => {
+  requireTools();
   const ns = new Netns('ring2');
   try {
     const a = ns.file('a.conf', 'nameserver 127.0.0.12\n');
@@ -76,7 +81,8 @@ test('ring of two nodens created after start (resolv.conf rewrite): detected, co
   }
 });
 
-test('ring of three nodens created after start: detected', { skip, timeout: 60_000 }, async () => {
+test('ring of three nodens created after start: detected', { timeout: 60_000 }, async () => {
+  requireTools();
   const ns = new Netns('ring3');
   try {
     const a = ns.file('a.conf', 'nameserver 127.0.0.12\n');
@@ -98,7 +104,8 @@ test('ring of three nodens created after start: detected', { skip, timeout: 60_0
   }
 });
 
-test('hop trace alone: the other nodens has no loop plugin, the first client query finds the loop', { skip, timeout: 60_000 }, async () => {
+test('hop trace alone: the other nodens has no loop plugin, the first client query finds the loop', { timeout: 60_000 }, async () => {
+  requireTools();
   const ns = new Netns('trace');
   try {
     const b = ns.file('b.conf', 'nameserver 127.0.0.30\n');
@@ -123,7 +130,8 @@ test('hop trace alone: the other nodens has no loop plugin, the first client que
   }
 });
 
-test('ring through unbound (drops EDNS options): detected by the probe', { skip: skip || (!has('unbound') && 'unbound not installed'), timeout: 60_000 }, async () => {
+test('ring through unbound (drops EDNS options): detected by the probe', { timeout: 60_000 }, async () => {
+  requireTools('unbound');
   const ns = new Netns('unbound');
   try {
     const conf = ns.file('unbound.conf', `server:
@@ -162,7 +170,8 @@ forward-zone:
   }
 });
 
-test('ring closed on dnsmasq\'s side (our upstream list unchanged): found by the in-flight trigger or the hop trace', { skip: skip || (!has('dnsmasq') && 'dnsmasq not installed'), timeout: 60_000 }, async () => {
+test('ring closed on dnsmasq\'s side (our upstream list unchanged): found by the in-flight trigger or the hop trace', { timeout: 60_000 }, async () => {
+  requireTools('dnsmasq');
   const ns = new Netns('dnsmasq');
   try {
     const d = ns.file('d.conf', 'nameserver 127.0.0.30\n');
@@ -183,7 +192,8 @@ test('ring closed on dnsmasq\'s side (our upstream list unchanged): found by the
   }
 });
 
-test('seeds 000/002: pod-like namespace whose resolv.conf says 127.0.0.53', { skip, timeout: 90_000 }, async () => {
+test('seeds 000/002: pod-like namespace whose resolv.conf says 127.0.0.53', { timeout: 90_000 }, async () => {
+  requireTools();
   const pod = new Netns('pod');
   const node = pod.veth('10.244.1.2/24', '10.244.1.1/24');
   try {
@@ -221,7 +231,8 @@ cluster.local:53 {
   }
 });
 
-test('seed 004: node-local cache on 169.254.25.10 whose resolv.conf names 169.254.25.10', { skip, timeout: 90_000 }, async () => {
+test('seed 004: node-local cache on 169.254.25.10 whose resolv.conf names 169.254.25.10', { timeout: 90_000 }, async () => {
+  requireTools();
   const ns = new Netns('nodelocal');
   try {
     ns.addLoopbackAddress('169.254.25.10/32');
@@ -273,7 +284,8 @@ in-addr.arpa:53 {
   }
 });
 
-test('no false positives: a healthy three-hop chain under dnsperf load, and a retrying client', { skip: skip || (!has('dnsperf') && 'dnsperf not installed'), timeout: 180_000 }, async () => {
+test('no false positives: a healthy three-hop chain under dnsperf load, and a retrying client', { timeout: 180_000 }, async () => {
+  requireTools('dnsperf');
   const ns = new Netns('soak');
   try {
     const seconds = process.env.NODENS_LOOP_SOAK === '1' ? 60 : 8;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, ROOT, startProcess } from '../helpers/server.ts';
@@ -14,45 +14,56 @@ import { Netns, available, digIn } from '../netns/netns.ts';
 const SEED_001 = '. {\n    loop\n    forward . 127.0.0.1\n}\n';
 const FATAL = /^\[FATAL\] plugin\/loop: Loop \(127\.0\.0\.1:(\d+) -> :53\) detected for zone "\.", see https:\/\/coredns\.io\/plugins\/loop#troubleshooting\. Query: "HINFO (\d+)\.(\d+)\."$/;
 
-/** The reference CoreDNS when it is already built (or named by $NODENS_COREDNS): building it takes minutes. */
-function referenceCoreDNS(): string | undefined {
-  if (process.env.NODENS_COREDNS === undefined && !existsSync(join(ROOT, '.cache', 'coredns', 'v1.14.7', 'coredns'))) return undefined;
-  const r = spawnSync(join(ROOT, 'scripts', 'coredns-reference.sh'), { encoding: 'utf8', timeout: 30_000 });
-  return r.status === 0 ? r.stdout.trim() : undefined;
+/** The reference CoreDNS (built once by the script when missing: .ci/run builds it before the tests). */
+function referenceCoreDNS(): string {
+  const r = spawnSync(join(ROOT, 'scripts', 'coredns-reference.sh'), { encoding: 'utf8', timeout: 900_000 });
+  assert.equal(r.status, 0, `scripts/coredns-reference.sh failed: ${r.stderr}`);
+  return r.stdout.trim();
 }
 
-const netnsOk = available();
+/** These scenarios need their own port 53: network namespaces, so root and iproute2 (CI runs as root). */
+function requireNetns(): void {
+  assert.ok(available(), 'network namespaces unavailable: run as root with iproute2 installed');
+}
 
-test('seed 001: plain `loop` exits like CoreDNS (FATAL line shape, exit 1), side by side', { skip: !netnsOk && 'needs root and ip netns', timeout: 90_000 }, async () => {
+/** GET a URL from inside a namespace with our own Node (no curl needed). */
+function fetchIn(ns: Netns, url: string): { status: string; body: string } {
+  const script = `fetch(${JSON.stringify(url)}).then(async (r) => process.stdout.write(r.status + '\\n' + await r.text()), (e) => { process.stdout.write('ERR\\n' + e.message); })`;
+  const out = ns.exec(process.execPath, ['-e', script]).stdout;
+  const nl = out.indexOf('\n');
+  return { status: out.slice(0, nl), body: out.slice(nl + 1) };
+}
+
+test('seed 001: plain `loop` exits like CoreDNS (FATAL line shape, exit 1), side by side', { timeout: 900_000 }, async () => {
+  requireNetns();
   const coredns = referenceCoreDNS();
   const nsN = new Netns('seed1n');
-  const nsC = coredns !== undefined ? new Netns('seed1c') : undefined;
+  const nsC = new Netns('seed1c');
   try {
     const t0 = Date.now();
     const n = nsN.nodens(SEED_001);
-    const c = nsC?.run(coredns!, ['-conf', nsC.file('Corefile', SEED_001)]);
-    const [nCode, cCode] = await Promise.all([n.exited, c?.exited]);
+    const c = nsC.run(coredns, ['-conf', nsC.file('Corefile', SEED_001)]);
+    const [nCode, cCode] = await Promise.all([n.exited, c.exited]);
     const nLine = n.out.find((l) => l.startsWith('[FATAL]'));
     assert.equal(nCode, 1, n.out.join('\n'));
     assert.match(nLine ?? '', FATAL);
     const m = FATAL.exec(nLine!)!;
     assert.ok(Number(m[2]) < 2 ** 62 && Number(m[3]) < 2 ** 62);
     assert.ok(Date.now() - t0 < 35_000);
-    if (c !== undefined) {
-      const cLine = c.out.find((l) => l.startsWith('[FATAL]'));
-      assert.equal(cCode, 1, c.out.join('\n'));
-      assert.match(cLine ?? '', FATAL);
-      // Same shape once the random parts are masked.
-      const mask = (s: string): string => s.replace(/127\.0\.0\.1:\d+/, '127.0.0.1:P').replace(/HINFO \d+\.\d+\./, 'HINFO R1.R2.');
-      assert.equal(mask(nLine!), mask(cLine!));
-    }
+    const cLine = c.out.find((l) => l.startsWith('[FATAL]'));
+    assert.equal(cCode, 1, c.out.join('\n'));
+    assert.match(cLine ?? '', FATAL);
+    // Same shape once the random parts are masked.
+    const mask = (s: string): string => s.replace(/127\.0\.0\.1:\d+/, '127.0.0.1:P').replace(/HINFO \d+\.\d+\./, 'HINFO R1.R2.');
+    assert.equal(mask(nLine!), mask(cLine!));
   } finally {
     await nsN.close();
-    await nsC?.close();
+    await nsC.close();
   }
 });
 
-test('seed 001 with `loop { }`: no exit, SERVFAIL with EDE 22, other blocks keep answering, metrics, ready 503', { skip: !netnsOk && 'needs root and ip netns', timeout: 60_000 }, async () => {
+test('seed 001 with `loop { }`: no exit, SERVFAIL with EDE 22, other blocks keep answering, metrics, ready 503', { timeout: 60_000 }, async () => {
+  requireNetns();
   const ns = new Netns('seed1x');
   try {
     const n = ns.nodens(`. {
@@ -81,13 +92,11 @@ cluster.local {
     const k = digIn(ns, '127.0.0.1', 'kube-dns.kube-system.svc.cluster.local', 'A');
     assert.equal(k.status, 'NOERROR');
     assert.match(k.out, /10\.0\.0\.1/);
-    const hasCurl = spawnSync('sh', ['-c', 'command -v curl']).status === 0;
-    if (!hasCurl) return;
-    const metrics = ns.exec('curl', ['-s', 'http://127.0.0.1:9153/metrics']).stdout;
-    assert.match(metrics, /nodens_loop_detections_total\{zone="\.",upstream="127\.0\.0\.1:53"\} 1/);
-    assert.match(metrics, /nodens_loop_quarantined_upstreams 1/);
-    const ready = ns.exec('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', 'http://127.0.0.1:8181/ready']).stdout;
-    assert.equal(ready, '503');
+    const metrics = fetchIn(ns, 'http://127.0.0.1:9153/metrics');
+    assert.equal(metrics.status, '200', metrics.body);
+    assert.match(metrics.body, /nodens_loop_detections_total\{zone="\.",upstream="127\.0\.0\.1:53"\} 1/);
+    assert.match(metrics.body, /nodens_loop_quarantined_upstreams 1/);
+    assert.equal(fetchIn(ns, 'http://127.0.0.1:8181/ready').status, '503');
     assert.equal(n.proc.exitCode, null);
   } finally {
     await ns.close();
