@@ -2,7 +2,7 @@
 // name, buffer size, DO bit) are computed on first use and remembered, so a
 // chain that never asks pays nothing.
 
-import type { Message } from '../wire/types.ts';
+import type { EdnsOption, Message } from '../wire/types.ts';
 
 export type Transport = 'udp' | 'tcp';
 
@@ -27,6 +27,12 @@ export class Request {
   plugin = '';
   /** process.hrtime.bigint() at arrival. */
   readonly start: bigint;
+  /**
+   * Extended DNS Errors (RFC 8914) for the client, attached by any plugin; the
+   * final writer adds them to the reply of an EDNS client even when a plugin
+   * in between (e.g. cache) dropped the reply's own OPT.
+   */
+  extendedErrors: EdnsOption[] | undefined;
   /** Plugin metadata (CoreDNS's metadata plugin); created on first use. */
   private meta: Map<string, string | (() => string)> | undefined;
   private lowerName: string | undefined;
@@ -75,6 +81,11 @@ export class Request {
 
   /** Request length in bytes as received. */
   get length(): number { return this.wire.length; }
+
+  /** Attach an Extended DNS Error option (code 15) for the client's reply. */
+  addExtendedError(option: EdnsOption): void {
+    (this.extendedErrors ??= []).push(option);
+  }
 
   setMetadata(label: string, value: string | (() => string)): void {
     (this.meta ??= new Map()).set(label, value);

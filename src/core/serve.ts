@@ -5,7 +5,7 @@
 
 import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
 import { PluginError, isClientErrorRcode } from '../plugin/plugin.ts';
-import type { Edns, Message } from '../wire/types.ts';
+import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
@@ -265,6 +265,13 @@ function isEchoedOption(o: { code: number }): boolean {
   return c === 3 || c === 9 || c === 10 || c === 11 || c === 12;
 }
 
+/** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */
+function addExtendedErrors(edns: Edns, errors: EdnsOption[]): void {
+  for (const e of errors) {
+    if (!edns.options.some((o) => o.code === e.code && Buffer.from(o.data).equals(e.data))) edns.options.push(e);
+  }
+}
+
 /** A copy of `reply` with the request's OPT (echoed options only) added as the last additional record. */
 function appendOpt(reply: Uint8Array, q: Edns): Uint8Array {
   let optionsLen = 0;
@@ -305,6 +312,7 @@ export class ClientWriter implements ResponseWriter {
   writeMsg(reply: Message): void {
     const req = this.req;
     sizeAndDo(req, reply);
+    if (req.extendedErrors !== undefined && reply.edns !== undefined) addExtendedErrors(reply.edns, req.extendedErrors);
     this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
   }
 
@@ -316,6 +324,7 @@ export class ClientWriter implements ResponseWriter {
    */
   writeWire(reply: Uint8Array): void {
     const req = this.req;
+    if (req.extendedErrors !== undefined) { this.writeDecoded(reply); return; }
     let out = reply;
     const q = req.msg.edns;
     if (q !== undefined) {

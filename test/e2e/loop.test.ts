@@ -175,3 +175,25 @@ test('nodens doctor predicts seed 001, 000/002 and 004 loops and exits 1; a clea
   assert.equal(clean.status, 0, clean.stdout);
   assert.match(clean.stdout, /no forwarding loop predicted/);
 });
+
+test('with cache in front (the Kubernetes Corefile shape) the client still gets the loop EDE', { timeout: 30_000 }, async () => {
+  const p = await startProcess(`.:{PORT} {
+    cache 30
+    loop {
+        probe_interval 0
+    }
+    forward . 127.0.0.1:{PORT}
+}
+`);
+  try {
+    await p.waitFor(/Loop detected/);
+    for (const name of ['a.example.net', 'a.example.net', 'b.example.net']) {
+      const out = spawnSync('dig', ['+tries=1', '+time=2', '-p', String(p.port), '@127.0.0.1', name, 'A'], { encoding: 'utf8' }).stdout;
+      assert.match(out, /status: SERVFAIL/);
+      assert.match(out, /EDE: 22 \(No Reachable Authority\)/, out);
+    }
+    assert.equal(p.proc.exitCode, null);
+  } finally {
+    await p.stop();
+  }
+});

@@ -4,7 +4,7 @@
 
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-import type { Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
+import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
 import { decodeMessage, decodeQuestionFast, type QueryFacts } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { nextOrFailure } from '../pkg/next.ts';
@@ -73,6 +73,12 @@ export class Item {
   last = 0;
   refreshing = false;
   failedAt = 0;
+  /**
+   * Extended DNS Errors nodens itself attached to the request that filled this
+   * entry (e.g. a contained forwarding loop); replayed on hits. An upstream's
+   * own OPT is not kept, as in CoreDNS.
+   */
+  extendedErrors: EdnsOption[] | undefined;
 
   constructor(wire: Buffer, ttls: number[], qEnd: number, origTtl: number, stored: number, denial: boolean, servfail: boolean) {
     this.wire = wire;
@@ -347,6 +353,9 @@ export class Cache implements Handler {
 
   /** Build the reply for `req` from the stored bytes. */
   writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, facts: QueryFacts | undefined): void {
+    if (item.extendedErrors !== undefined && req.msg.edns !== undefined) {
+      for (const e of item.extendedErrors) req.addExtendedError(e);
+    }
     const src = item.wire;
     const out = Buffer.allocUnsafe(src.length);
     src.copy(out);
@@ -590,6 +599,7 @@ export class CacheWriter implements ResponseWriter {
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
+        if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors;
       } else {
         cacheDrops.labels(this.req.server, c.zonesLabel, c.view).inc();
       }

@@ -281,7 +281,12 @@ export class LoopGuard implements Handler {
     const reply = replyTo(req.msg);
     reply.rcode = SERVFAIL;
     // EDE only for clients that sent an OPT (RFC 6891: no OPT in a reply to a query without one).
-    if (req.msg.edns !== undefined) reply.edns = { udpSize: 1232, version: 0, do: false, z: 0, options: [edeOption(LOOP_EDE_CODE, text)] };
+    if (req.msg.edns !== undefined) {
+      const ede = edeOption(LOOP_EDE_CODE, text);
+      reply.edns = { udpSize: 1232, version: 0, do: false, z: 0, options: [ede] };
+      // Also through the request, so the client still sees it when cache sits in front and drops the OPT.
+      req.addExtendedError(ede);
+    }
     w.writeMsg(reply);
     return 0; // written (CoreDNS: a plugin that wrote its SERVFAIL reports success)
   }
@@ -603,7 +608,11 @@ class GuardWriter implements ResponseWriter {
 
   writeWire(reply: Uint8Array): void {
     if (reply.length >= 12 && (reply[3]! & 0x0f) === SERVFAIL) {
-      for (const t of edeTexts(reply)) if (this.guard.isOwnLoopText(t)) this.guard.onLoopReply(this.req, t);
+      for (const t of edeTexts(reply)) {
+        if (!this.guard.isOwnLoopText(t)) continue;
+        this.guard.onLoopReply(this.req, t);
+        if (this.req.msg.edns !== undefined) this.req.addExtendedError(edeOption(LOOP_EDE_CODE, t));
+      }
     }
     this.inner.writeWire(this.strip ? stripOpt(reply) : reply);
   }
