@@ -209,7 +209,8 @@ export class Instance implements InstanceServices {
     for (const [addr, zones] of zonesByAddr) {
       const f = flags.get(addr)!;
       anyDebug ||= f.debug;
-      this.tables.set(addr, { name: addr, zones, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace });
+      const zoneLengths = new Set([...zones.keys()].map((z) => z.length));
+      this.tables.set(addr, { name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace });
     }
     setDebug(anyDebug);
   }

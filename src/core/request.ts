@@ -3,6 +3,7 @@
 // chain that never asks pays nothing.
 
 import type { EdnsOption, Message } from '../wire/types.ts';
+import { skipName } from '../wire/scan.ts';
 
 export type Transport = 'udp' | 'tcp';
 
@@ -77,6 +78,12 @@ export class Request {
     if (this.proto === 'tcp') return TCP_SIZE;
     const advertised = this.msg.edns?.udpSize ?? 0;
     return advertised < MIN_UDP_SIZE ? MIN_UDP_SIZE : advertised;
+  }
+
+  /** Offset just past the question in `wire` (-1 if it cannot be walked): lets a plugin reuse the client's question bytes. */
+  get questionEnd(): number {
+    const end = skipName(this.wire, 12);
+    return end < 0 ? -1 : end + 4;
   }
 
   /** Request length in bytes as received. */

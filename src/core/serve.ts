@@ -30,6 +30,8 @@ export interface ServeTable {
   /** CoreDNS's server name, e.g. `dns://:53`, `dns://127.0.0.1:1053`. */
   readonly name: string;
   readonly zones: ReadonlyMap<string, RoutedBlock>;
+  /** Lengths of the zone names: a suffix of another length cannot match, so it is never built. */
+  readonly zoneLengths: ReadonlySet<number>;
   /** Some block on this address loaded chaos, forward or proxy: non-IN classes pass. */
   readonly classChaos: boolean;
   /** The debug plugin is on: exceptions are not recovered (the process crashes). */
@@ -110,14 +112,18 @@ export function serveMessage(
 /** Longest-suffix zone match on the lower-cased name; DS goes to the shallowest match; `.` last. */
 function route(table: ServeTable, req: Request): RoutedBlock | undefined {
   const zones = table.zones;
+  const lengths = table.zoneLengths;
+  // Only the root zone on this listener (the usual cluster DNS): nothing to walk.
+  if (lengths.size === 1 && lengths.has(1)) {
+    const root = zones.get('.');
+    return root !== undefined && root.chain !== undefined ? root : undefined;
+  }
   const q = req.name;
   const isDS = req.qtype === RRType.DS;
   let dsBlock: RoutedBlock | undefined;
   let off = 0;
-  while (off < q.length) {
-    const candidate = off === 0 ? q : q.slice(off);
-    if (candidate === '.') break;
-    const block = zones.get(candidate);
+  while (off < q.length - 1) {
+    const block = lengths.has(q.length - off) ? zones.get(off === 0 ? q : q.slice(off)) : undefined;
     if (block !== undefined) {
       // A zone with no plugins answers REFUSED at once, even for DS.
       if (block.chain === undefined || !isDS) return block;

@@ -5,7 +5,7 @@
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
-import { decodeMessage, decodeQuestionFast, type QueryFacts } from '../../wire/decode.ts';
+import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
@@ -265,11 +265,11 @@ export class Cache implements Handler {
     if (b === undefined) {
       const z = this.zonesLabel, v = this.view;
       b = {
-        requests: cacheRequests.labels(server, z, v),
-        hitsSuccess: cacheHits.labels(server, 'success', z, v),
-        hitsDenial: cacheHits.labels(server, 'denial', z, v),
-        misses: cacheMisses.labels(server, z, v),
-        stale: servedStale.labels(server, z, v),
+        requests: cacheRequests.child(server, z, v),
+        hitsSuccess: cacheHits.child(server, 'success', z, v),
+        hitsDenial: cacheHits.child(server, 'denial', z, v),
+        misses: cacheMisses.child(server, z, v),
+        stale: servedStale.child(server, z, v),
       };
       this.bound.set(server, b);
     }
@@ -277,20 +277,12 @@ export class Cache implements Handler {
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
-    let facts: QueryFacts | undefined;
-    try {
-      facts = decodeQuestionFast(req.wire);
-    } catch {
-      facts = undefined;
-    }
     const msg = req.msg;
-    // The wire is what the client sent; a plugin before us may have changed the question.
-    if (facts !== undefined && (facts.qtype !== req.qtype || facts.qname !== req.name || facts.qclass !== req.qclass)) facts = undefined;
-    const qname = facts !== undefined ? facts.qname : req.name;
+    const qname = req.name;
     const zone = zonesMatches(this.o.zones, qname);
     if (zone === '') return nextOrFailure(this.name, this.next, req, w);
 
-    const doBit = facts !== undefined ? facts.do : req.do;
+    const doBit = req.do;
     const cd = msg.cd;
     const ad = msg.ad;
     const key = (doBit ? '1' : '0') + (cd ? '1' : '0') + req.qtype + '/' + req.qclass + '/' + qname;
@@ -305,7 +297,7 @@ export class Cache implements Handler {
     }
     let ttl = item.ttl(now);
     if (ttl < 0) {
-      if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad, facts);
+      if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad);
       this.backgroundRefresh(req, key, item, false);
       m.stale.inc();
       ttl = this.o.staleResponseTtl;
@@ -313,7 +305,7 @@ export class Cache implements Handler {
       if (this.shouldPrefetch(item, now)) this.backgroundRefresh(req, key, item, true);
       if (this.o.keepttl) ttl = item.origTtl;
     }
-    this.writeHit(req, w, item, ttl, doBit, ad, facts);
+    this.writeHit(req, w, item, ttl, doBit, ad);
     return 0;
   }
 
@@ -352,7 +344,7 @@ export class Cache implements Handler {
   }
 
   /** Build the reply for `req` from the stored bytes. */
-  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, facts: QueryFacts | undefined): void {
+  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean): void {
     if (item.extendedErrors !== undefined && req.msg.edns !== undefined) {
       for (const e of item.extendedErrors) req.addExtendedError(e);
     }
@@ -366,7 +358,9 @@ export class Cache implements Handler {
     const opcode = msg.opcode;
     out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === 0 && msg.rd ? 0x01 : 0);
     out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === 0 && msg.cd ? 0x10 : 0) | item.rcode;
-    if (facts === undefined || facts.questionEnd !== item.qEnd || !sameBytes(req.wire, src, 12, item.qEnd)) {
+    // The client's question bytes (req.wire) stand in the reply when they equal the stored ones;
+    // a plugin before us that rewrote the question makes them differ, which the rebuild handles.
+    if (req.questionEnd !== item.qEnd || !sameBytes(req.wire, src, 12, item.qEnd)) {
       // The question differs from the stored one (letter case, or rewritten by an earlier plugin):
       // the records keep their stored names, so rebuild through the codec (CoreDNS toMsg).
       const m = decodeMessage(out);
@@ -407,7 +401,7 @@ export class Cache implements Handler {
     const now = this.now();
     if (!prefetch && this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs) return;
     item.refreshing = true;
-    if (prefetch) cachePrefetches.labels(req.server, this.zonesLabel, this.view).inc();
+    if (prefetch) cachePrefetches.child(req.server, this.zonesLabel, this.view).inc();
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
     const r = derived(req, { ...req.msg, ad: true }, 'tcp');
     const done = (): void => {
@@ -434,11 +428,11 @@ export class Cache implements Handler {
   }
 
   /** serve_stale verify: ask upstream first; NOERROR/NXDOMAIN wins, anything else serves the stale entry. */
-  private async verify(req: Request, w: ResponseWriter, key: string, item: Item, doBit: boolean, ad: boolean, facts: QueryFacts | undefined): Promise<number> {
+  private async verify(req: Request, w: ResponseWriter, key: string, item: Item, doBit: boolean, ad: boolean): Promise<number> {
     const now = this.now();
     const serveStale = (): number => {
       this.metrics(req.server).stale.inc();
-      this.writeHit(req, w, item, this.o.staleResponseTtl, doBit, ad, facts);
+      this.writeHit(req, w, item, this.o.staleResponseTtl, doBit, ad);
       return 0;
     };
     if (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs)) {
@@ -499,7 +493,7 @@ export class Cache implements Handler {
     if (stored === undefined) return undefined;
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
     const c = cacheType === 'success' ? this.pcache : this.ncache;
-    if (c.add(key, item)) evictions.labels(server, cacheType, this.zonesLabel, this.view).inc();
+    if (c.add(key, item)) evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
     cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
     cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
     return item;
@@ -601,7 +595,7 @@ export class CacheWriter implements ResponseWriter {
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors;
       } else {
-        cacheDrops.labels(this.req.server, c.zonesLabel, c.view).inc();
+        cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
       }
     }
     const inner = this.inner;

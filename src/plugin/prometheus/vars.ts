@@ -8,7 +8,7 @@
 import type { Request } from '../../core/request.ts';
 import { RRType, rcodeToString } from '../../wire/constants.ts';
 import { counter, gauge, SIZE_BUCKETS, TIME_BUCKETS } from '../pkg/metrics.ts';
-import { CounterVec, HistogramVec, type CounterChild, type HistogramChild } from './vec.ts';
+import { CounterVec, HistogramVec, type CounterChild, type HistogramChild } from '../pkg/vec.ts';
 
 export const requestCount = new CounterVec('coredns_dns_requests_total',
   'Counter of DNS requests made per zone, protocol and family.',

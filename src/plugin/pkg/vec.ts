@@ -6,7 +6,7 @@
 // and the cluster aggregator read: name, get(), reset()).
 
 import type client from 'prom-client';
-import { registry } from '../pkg/metrics.ts';
+import { registry } from './metrics.ts';
 
 type Labels = Record<string, string>;
 type Value = { labels: Labels; value: number; metricName?: string };
@@ -82,7 +82,8 @@ export class CounterVec extends Vec<CounterChild> {
 
   get(): { name: string; help: string; type: 'counter'; values: Value[]; aggregator: 'sum' } {
     const values: Value[] = [];
-    for (const c of this.children.values()) values.push({ labels: c.labels, value: c.value });
+    // A child fetched ahead of use but never counted is not a series yet (as with Go's WithLabelValues + Inc).
+    for (const c of this.children.values()) if (c.value !== 0) values.push({ labels: c.labels, value: c.value });
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
 }

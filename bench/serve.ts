@@ -1,0 +1,45 @@
+// Per-query cost of the server's own work, without sockets: serveMessage()
+// called in a loop with a sink that drops replies. Run:
+//   node bench/serve.ts [seconds]
+// Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it).
+
+import { startServer } from '../src/index.ts';
+import { serveMessage } from '../src/core/serve.ts';
+import { encodeMessage } from '../src/wire/encode.ts';
+import { newQuery } from '../src/wire/message.ts';
+import { setLogSink } from '../src/core/log.ts';
+
+setLogSink(() => {});
+const seconds = Number(process.argv[2] ?? 2);
+
+const scenarios: Array<{ name: string; corefile: string; qname: string; edns: boolean }> = [
+  { name: 'whoami', corefile: '.:0 {\n whoami\n}\n', qname: 'www.example.org.', edns: false },
+  { name: 'hosts', corefile: '.:0 {\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
+  { name: 'hosts+EDNS', corefile: '.:0 {\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
+  { name: 'cache hit', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
+  { name: 'cache hit+EDNS', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
+  { name: 'cache hit+prometheus', corefile: '.:0 {\n prometheus 127.0.0.1:0\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
+];
+
+for (const s of scenarios) {
+  const server = await startServer({ corefile: s.corefile });
+  const listener = server.runtime.instance.listeners()[0]!;
+  const q = newQuery(s.qname, 1);
+  if (s.edns) q.edns = { udpSize: 1232, version: 0, do: false, z: 0, options: [] };
+  const wire = Buffer.from(encodeMessage(q));
+  let replies = 0;
+  const sink = { send(_w: Uint8Array) { replies++; } };
+  // warm up (and fill the cache)
+  for (let i = 0; i < 20000; i++) serveMessage(listener.table, wire, 'udp', '127.0.0.1', 40000, '127.0.0.1', 53, sink);
+  const t0 = process.hrtime.bigint();
+  const end = t0 + BigInt(seconds * 1e9);
+  let n = 0;
+  while (process.hrtime.bigint() < end) {
+    for (let i = 0; i < 1000; i++) serveMessage(listener.table, wire, 'udp', '127.0.0.1', 40000 + (i & 1023), '127.0.0.1', 53, sink);
+    n += 1000;
+  }
+  const ns = Number(process.hrtime.bigint() - t0) / n;
+  process.stdout.write(`${s.name.padEnd(22)} ${ns.toFixed(0).padStart(6)} ns/query  ${(1e9 / ns / 1000).toFixed(0).padStart(5)}k q/s of server work${replies < n ? '  (MISSING REPLIES)' : ''}\n`);
+  await server.stop();
+}
+process.exit(0);
