@@ -7,7 +7,8 @@
 // says so: that mode checks the harness, not nodens). Reference: --reference, else scripts/coredns-reference.sh.
 // Each server gets `-conf <case>/Corefile -dns.port <free port> -quiet`, runs with the case folder as cwd and
 // NODENS_CONFORMANCE_SIDE=reference|subject in its environment (so a Corefile may say {$NODENS_CONFORMANCE_SIDE}).
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { queryTcp, queryUdp, type RawReply } from './lib/client.ts';
 import { sideBySide } from './lib/diff.ts';
@@ -47,6 +48,35 @@ function normaliseFor(c: CaseConfig): Normalise {
     version: c.ignore?.version !== undefined,
     ignoreSize: c.ignore?.size !== undefined,
     ignoreTtl: c.ignore?.ttl !== undefined,
+  };
+}
+
+interface Fixture {
+  port: number;
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Hook for cases whose Corefile says {$NODENS_K8S_KUBECONFIG}: the test Kubernetes API server (test/k8s-api) serving
+ * the case's state.json (else test/k8s-api/fixtures/cluster.json), and a kubeconfig pointing at it for both servers.
+ */
+async function startK8sApi(dir: string): Promise<Fixture> {
+  const mod = await import('../k8s-api/server.ts');
+  const own = path.join(dir, 'state.json');
+  const stateFile = existsSync(own) ? own : path.join(REPO, 'test/k8s-api/fixtures/cluster.json');
+  const api = new mod.K8sApiServer(mod.readState(stateFile));
+  await api.start(0);
+  const tmp = mkdtempSync(path.join(tmpdir(), 'nodens-conformance-k8s-'));
+  const kc = path.join(tmp, 'kubeconfig');
+  writeFileSync(kc, mod.kubeconfigFor(`http://127.0.0.1:${api.port}`));
+  return {
+    port: api.port,
+    env: { NODENS_K8S_KUBECONFIG: kc },
+    stop: async () => {
+      await api.stop();
+      rmSync(tmp, { recursive: true, force: true });
+    },
   };
 }
 
@@ -106,10 +136,19 @@ async function main(): Promise<number> {
     console.log(`\n== ${name}${declared.length ? `  [${declared.join(', ')}]` : ''}`);
     const conf = path.join(dir, 'Corefile');
     const servers: Running[] = [];
+    const fixtures: Fixture[] = [];
     try {
+      const env: Record<string, string> = {};
+      if (readFileSync(conf, 'utf8').includes('{$NODENS_K8S_KUBECONFIG}')) {
+        const k8s = await startK8sApi(dir);
+        fixtures.push(k8s);
+        Object.assign(env, k8s.env);
+        norm.soaSerial = true;
+        console.log(`  (test Kubernetes API server from test/k8s-api on :${k8s.port}; SOA serials masked: they are the time each server saw its last change)`);
+      }
       const [ref, sub] = await Promise.all([
-        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { NODENS_CONFORMANCE_SIDE: 'reference' } }),
-        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { NODENS_CONFORMANCE_SIDE: 'subject' } }),
+        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { ...env, NODENS_CONFORMANCE_SIDE: 'reference' } }),
+        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { ...env, NODENS_CONFORMANCE_SIDE: 'subject' } }),
       ]);
       servers.push(ref, sub);
       const ready = await Promise.allSettled([waitReady(ref, cfg.probe), waitReady(sub, cfg.probe)]);
@@ -143,6 +182,7 @@ async function main(): Promise<number> {
       failed += queries.length || 1;
     } finally {
       await Promise.all(servers.map((s) => s.stop()));
+      for (const f of fixtures) await f.stop();
     }
   }
   console.log(`\n${passed} passed, ${failed} failed`);

@@ -15,6 +15,8 @@ export interface Normalise {
   ignoreSize: boolean;
   /** do not compare TTLs at all */
   ignoreTtl: boolean;
+  /** mask SOA serials (kubernetes: the time each server processed its last change) */
+  soaSerial?: boolean;
 }
 
 export const DEFAULT_NORMALISE: Normalise = { shuffle: false, ttlDecay: 0, version: false, ignoreSize: false, ignoreTtl: false };
@@ -163,6 +165,16 @@ export function parseReply(reply: RawReply, sentId: number): Parsed {
 const VERSION_RE = /^"[A-Za-z][\w.]*-v?\d+\.\d+(\.\d+)?[^"]*"$/;
 
 function normaliseOne(p: Parsed, n: Normalise): void {
+  if (n.soaSerial) {
+    for (const s of p.sections) {
+      for (const r of s.records) {
+        if (/^(\S+\tSOA\t\S+ \S+ )\d+/.test(r.rest)) {
+          r.rest = r.rest.replace(/^(\S+\tSOA\t\S+ \S+ )\d+/, '$1<serial>');
+          r.key = `${r.owner}\t${r.rest}`;
+        }
+      }
+    }
+  }
   for (const s of p.sections) {
     if (n.version) {
       for (const r of s.records) {
