@@ -301,3 +301,28 @@ describe('forward with misbehaving upstreams', () => {
     await assert.rejects(startInProcess('.:0 {\n forward . 127.0.0.1 {\n  max_concurrent -1\n }\n}\n'), /max_concurrent can't be negative: -1/);
   });
 });
+
+describe('source ports (RFC 5452)', () => {
+  test('every upstream UDP query leaves from a fresh source port with a fresh ID by default', async () => {
+    const up = await FakeUpstream.start(() => ({ kind: 'answer', addresses: ['192.0.2.5'] }));
+    const s = await startInProcess(`.:0 {\n forward . 127.0.0.1:${up.port}\n}\n`);
+    try {
+      for (let i = 0; i < 30; i++) await exchange(s.port, query(`n${i}.ports.example`));
+      const udp = up.seen.filter((x) => x.proto === 'udp');
+      assert.equal(udp.length, 30);
+      assert.equal(new Set(udp.map((x) => x.srcPort)).size, 30, `ports: ${udp.map((x) => x.srcPort).join(',')}`);
+      assert.ok(new Set(udp.map((x) => x.id)).size >= 29);
+    } finally { await s.stop(); await up.stop(); }
+  });
+
+  test('reuse_udp_sockets pools UDP sockets as CoreDNS does', async () => {
+    const up = await FakeUpstream.start(() => ({ kind: 'answer', addresses: ['192.0.2.5'] }));
+    const s = await startInProcess(`.:0 {\n forward . 127.0.0.1:${up.port} {\n  reuse_udp_sockets\n }\n}\n`);
+    try {
+      for (let i = 0; i < 30; i++) await exchange(s.port, query(`n${i}.ports.example`));
+      const udp = up.seen.filter((x) => x.proto === 'udp');
+      assert.equal(udp.length, 30);
+      assert.equal(new Set(udp.map((x) => x.srcPort)).size, 1);
+    } finally { await s.stop(); await up.stop(); }
+  });
+});

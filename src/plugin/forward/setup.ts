@@ -85,7 +85,7 @@ interface Stanza {
 
 function defaults(): ForwardOptions {
   const proxy: ProxyOptions = {
-    expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined,
+    expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
     readTimeoutMs: 2000, dohMethod: 'POST',
     health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 },
   };
@@ -187,6 +187,11 @@ function parseBlock(d: Dispenser, st: Stanza): void {
     case 'tls_servername':
       if (!d.nextArg()) throw d.argErr();
       st.tlsServerName = d.val();
+      return;
+    case 'reuse_udp_sockets':
+      // nodens: pool UDP sockets as CoreDNS does, instead of a fresh source port per query.
+      if (d.nextArg()) throw d.argErr();
+      p.reuseUdp = true;
       return;
     case 'expire': {
       const v = dur(d);

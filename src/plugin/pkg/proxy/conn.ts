@@ -81,7 +81,7 @@ export abstract class Conn {
   /** Send `query` (its ID already set) and wait up to `timeoutMs` for the matching reply. */
   exchange(query: Uint8Array, qEnd: number, timeoutMs: number, bufsize: number): Promise<Buffer> {
     if (this.closed) {
-      return Promise.reject(new UpstreamError('closed', `write ${this.netName()} ${this.local}->${this.remote}: use of closed network connection`, this.reused));
+      return Promise.reject(new UpstreamError('closed', `write ${this.netName()} ${this.localAddr()}->${this.remote}: use of closed network connection`, this.reused));
     }
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => this.onTimeout(), timeoutMs);
@@ -89,9 +89,14 @@ export abstract class Conn {
       try {
         this.send(query);
       } catch (e) {
-        this.fail(new UpstreamError('write', `write ${this.netName()} ${this.local}->${this.remote}: ${errnoText(e)}`, this.reused));
+        this.fail(new UpstreamError('write', `write ${this.netName()} ${this.localAddr()}->${this.remote}: ${errnoText(e)}`, this.reused));
       }
     });
+  }
+
+  /** `ip:port` of our end, for error texts (CoreDNS prints `read udp LOCAL->REMOTE: ...`). */
+  protected localAddr(): string {
+    return this.local;
   }
 
   protected netName(): string {
@@ -107,7 +112,7 @@ export abstract class Conn {
       w.resolve(w.mismatch);
       return;
     }
-    this.fail(new UpstreamError('timeout', `read ${this.netName()} ${this.local}->${this.remote}: i/o timeout`));
+    this.fail(new UpstreamError('timeout', `read ${this.netName()} ${this.localAddr()}->${this.remote}: i/o timeout`));
   }
 
   /** Ends the outstanding exchange with an error and closes the connection (never given back). */
@@ -154,23 +159,30 @@ export class UdpConn extends Conn {
   constructor(sock: dgram.Socket, remote: string) {
     super('udp', remote);
     this.sock = sock;
-    try {
-      const a = sock.address();
-      this.local = hostPort(a.address, a.port);
-    } catch { /* not bound yet */ }
     sock.on('message', (m) => { this.deliver(m); });
     sock.on('error', (e) => {
       this.fail(new UpstreamError((e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'refused' : 'other',
-        `read udp ${this.local}->${this.remote}: ${errnoText(e)}`));
+        `read udp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`));
     });
     sock.on('close', () => { this.closed = true; });
     sock.unref();
   }
 
+  /** Looked up only when an error text needs it: one getsockname less per query. */
+  protected override localAddr(): string {
+    if (this.local === '') {
+      try {
+        const a = this.sock.address();
+        this.local = hostPort(a.address, a.port);
+      } catch { /* closed */ }
+    }
+    return this.local;
+  }
+
   protected send(query: Uint8Array): void {
-    this.sock.send(query, (err) => {
-      if (err) this.fail(new UpstreamError('write', `write udp ${this.local}->${this.remote}: ${errnoText(err)}`));
-    });
+    // No callback: a failed send on a connected socket is reported through 'error' (handled above),
+    // and leaving it out spares a callback per query.
+    this.sock.send(query);
   }
 
   close(): void {
@@ -179,32 +191,22 @@ export class UdpConn extends Conn {
     try { this.sock.close(); } catch { /* already closed */ }
   }
 
-  /** Open a UDP socket on a fresh port, connected to host:port. */
-  static dial(host: string, port: number, source: string | undefined, timeoutMs: number): Promise<UdpConn> {
+  /**
+   * Open a UDP socket on a fresh port, connected to host:port (the kernel then
+   * drops datagrams from any other source). Connecting a UDP socket does not
+   * wait on the network, so there is no dial timer.
+   */
+  static dial(host: string, port: number, source: string | undefined, _timeoutMs: number): Promise<UdpConn> {
     return new Promise((resolve, reject) => {
-      const v6 = host.includes(':');
-      const sock = dgram.createSocket({ type: v6 ? 'udp6' : 'udp4' });
+      const sock = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
       const remote = hostPort(host, port);
-      let done = false;
-      const timer = setTimeout(() => {
-        if (done) return;
-        done = true;
-        try { sock.close(); } catch { /* ignore */ }
-        reject(new UpstreamError('dial', `dial udp ${remote}: i/o timeout`));
-      }, timeoutMs);
       const onErr = (e: Error): void => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
         try { sock.close(); } catch { /* ignore */ }
         reject(new UpstreamError('dial', `dial udp ${remote}: ${errnoText(e)}`));
       };
       sock.once('error', onErr);
       const connect = (): void => {
         sock.connect(port, host, () => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
           sock.off('error', onErr);
           resolve(new UdpConn(sock, remote));
         });
@@ -239,7 +241,7 @@ export class StreamConn extends Conn {
       this.closed = true;
       if (this.waiting !== undefined && !wasClosed) {
         if (e !== undefined && (e as NodeJS.ErrnoException).code !== undefined) {
-          this.fail(new UpstreamError('closed', `read tcp ${this.local}->${this.remote}: ${errnoText(e)}`, this.reused));
+          this.fail(new UpstreamError('closed', `read tcp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`, this.reused));
         } else {
           this.fail(new UpstreamError('closed', 'EOF', this.reused));
         }

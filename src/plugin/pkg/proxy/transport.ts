@@ -1,6 +1,9 @@
 // The connection cache of one upstream (CoreDNS plugin/pkg/proxy persistent.go):
 // idle connections per protocol, reused oldest first (source-port diversity),
-// not reused when idle longer than `expire` or older than `maxAge`, at most
+// except that UDP sockets are by default used for one query only, so every
+// upstream query leaves from a fresh random port (RFC 5452 §9.2; CoreDNS reuses
+// them: `reuse_udp_sockets` restores that). Pooled connections are not reused
+// when idle longer than `expire` or older than `maxAge`, at most
 // `maxIdleConns` kept per protocol; a sweep every 10 s closes stale ones. The
 // dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
 
@@ -19,6 +22,8 @@ export interface TransportOptions {
   maxIdleConns: number;
   source: string | undefined;
   tls: TlsOptions | undefined;
+  /** Pool UDP sockets like TCP connections (CoreDNS's behaviour); off: one socket per query. */
+  reuseUdp: boolean;
 }
 
 export class Transport {
@@ -100,7 +105,7 @@ export class Transport {
 
   /** Give a healthy connection back for reuse. */
   yield(c: Conn): void {
-    if (c.closed || this.stopped || this.opts.expireMs <= 0) { c.close(); return; }
+    if (c.closed || this.stopped || this.opts.expireMs <= 0 || (c.proto === 'udp' && !this.opts.reuseUdp)) { c.close(); return; }
     const pool = this.pools[c.proto];
     if (this.opts.maxIdleConns > 0 && pool.length >= this.opts.maxIdleConns) { c.close(); return; }
     c.used = Date.now();
