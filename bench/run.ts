@@ -57,6 +57,8 @@ interface Scenario {
   /** hook only: a reason why it cannot run yet */
   unavailable?: string;
   corefile(c: Ctx): string;
+  /** nodens's Corefile when it differs (a nodens-only option); CoreDNS gets `corefile`. */
+  nodensCorefile?(c: Ctx): string;
   unboundServer(c: Ctx): string;
   /** query file lines (dnsperf format) */
   queries(c: Ctx): string[];
@@ -112,6 +114,16 @@ const scenarios: Scenario[] = [
     corefile: (c) => `. {\n    cache 3600\n    forward . 127.0.0.1:${c.upstreamPort}\n}\n`,
     unboundServer: forwarder,
     queries: (c) => Array.from({ length: c.smoke ? 200_000 : 2_000_000 }, (_, i) => `u${i}.miss.test A`),
+    probe: 'probe.miss.test. A',
+    once: true,
+  },
+  {
+    name: 'cache-miss-pooled',
+    description: 'as cache-miss, with nodens\'s forward reusing UDP sockets as CoreDNS does (`reuse_udp_sockets`) instead of a fresh source port per upstream query',
+    corefile: (c) => `. {\n    cache 3600\n    forward . 127.0.0.1:${c.upstreamPort}\n}\n`,
+    nodensCorefile: (c) => `. {\n    cache 3600\n    forward . 127.0.0.1:${c.upstreamPort} {\n        reuse_udp_sockets\n    }\n}\n`,
+    unboundServer: forwarder,
+    queries: (c) => Array.from({ length: c.smoke ? 200_000 : 2_000_000 }, (_, i) => `p${i}.miss.test A`),
     probe: 'probe.miss.test. A',
     once: true,
   },
@@ -335,7 +347,8 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   let fixture: { env: Record<string, string>; stop(): Promise<void> } | undefined;
   try {
     if (s.fixture === 'k8s') fixture = await startK8sFixture(dir);
-    st = await startFor(server, dir, s.corefile(ctx), s.unboundServer(ctx), s.probe, bins, fixture?.env);
+    const corefile = server === 'nodens' && s.nodensCorefile !== undefined ? s.nodensCorefile(ctx) : s.corefile(ctx);
+    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, fixture?.env);
   } catch (e) {
     await fixture?.stop();
     const msg = (e as Error).message;
