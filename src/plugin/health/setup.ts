@@ -6,7 +6,7 @@
 
 import type { PluginDefinition } from '../plugin.ts';
 import { formatDuration, parseDuration, toMillis } from '../pkg/duration.ts';
-import { httpSite, splitHostPort } from '../pkg/httpserver.ts';
+import { httpSite, addressArgument } from '../pkg/httpserver.ts';
 import { Health } from './health.ts';
 
 export const DEFAULT_ADDR = ':8080';
@@ -19,13 +19,7 @@ export const plugin: PluginDefinition = {
     let lameduck = 0n;
     // Every `health` line of the block is read; the last one wins.
     while (d.next()) {
-      const args = d.remainingArgs();
-      if (args.length === 1) {
-        addr = args[0]!;
-        splitHostPort(addr);
-      } else if (args.length > 1) {
-        throw d.argErr();
-      }
+      addr = addressArgument(d, addr);
       while (d.nextBlock()) {
         switch (d.val()) {
           case 'lameduck': {

@@ -24,6 +24,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InstanceServices, SetupContext } from '../plugin.ts';
+import type { Dispenser } from '../../corefile/dispenser.ts';
 import { log } from '../../core/log.ts';
 
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -70,6 +71,19 @@ export function splitHostPort(hostport: string): { host: string; port: string } 
 }
 
 /** Go's net.JoinHostPort. */
+/**
+ * The optional ADDRESS argument of health, ready and prometheus (the rest of
+ * the current line): a `host:port` checked as Go's net.SplitHostPort would, or
+ * `current` when there is none.
+ */
+export function addressArgument(d: Dispenser, current: string): string {
+  const args = d.remainingArgs();
+  if (args.length > 1) throw d.argErr();
+  if (args.length === 0) return current;
+  splitHostPort(args[0]!);
+  return args[0]!;
+}
+
 export function joinHostPort(host: string, port: string | number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }

@@ -8,7 +8,7 @@ import type { InstanceServices, PluginDefinition } from '../plugin.ts';
 import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
 import { gauge, metricsContentType, metricsText } from '../pkg/metrics.ts';
-import { httpSite, joinHostPort, splitHostPort } from '../pkg/httpserver.ts';
+import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
 import { hostsEntries, hostsReload } from '../hosts/metrics.ts';
 import { Metrics } from './handler.ts';
 import { buildInfo, panics, pluginEnabled, reportDropped } from './vars.ts';
@@ -90,13 +90,7 @@ export const plugin: PluginDefinition = {
     while (d.next()) {
       if (i > 0) throw new Error('plugin/prometheus: this plugin can only be used once per Server Block');
       i++;
-      const args = d.remainingArgs();
-      if (args.length === 1) {
-        addr = args[0]!;
-        splitHostPort(addr);
-      } else if (args.length > 1) {
-        throw d.argErr();
-      }
+      addr = addressArgument(d, addr);
       while (d.nextBlock()) {
         switch (d.val()) {
           case 'runtime_metrics':

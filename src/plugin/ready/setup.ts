@@ -5,7 +5,7 @@
 // that do not; 503 `Shutting down` once shutdown began.
 
 import type { Handler, InstanceServices, PluginDefinition, Readiness } from '../plugin.ts';
-import { httpSite, splitHostPort } from '../pkg/httpserver.ts';
+import { httpSite, addressArgument } from '../pkg/httpserver.ts';
 import { ReadyList } from './list.ts';
 
 export const DEFAULT_ADDR = ':8181';
@@ -29,13 +29,7 @@ export const plugin: PluginDefinition = {
     while (d.next()) {
       if (i > 0) throw new Error('plugin/ready: this plugin can only be used once per Server Block');
       i++;
-      const args = d.remainingArgs();
-      if (args.length === 1) {
-        addr = args[0]!;
-        splitHostPort(addr);
-      } else if (args.length > 1) {
-        throw d.argErr();
-      }
+      addr = addressArgument(d, addr);
       while (d.nextBlock()) {
         switch (d.val()) {
           case 'monitor': {
