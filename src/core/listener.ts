@@ -122,12 +122,16 @@ export class DnsListener {
     }
   }
 
-  /** Stop accepting, wait up to `graceMs` for queries in flight, then close everything. */
+  /**
+   * Graceful stop: no new TCP connections; UDP keeps being answered while
+   * queries are in flight (at most `graceMs`), because a socket that stays open
+   * but stops reading would swallow what the kernel still steers to it; then
+   * everything closes, and other SO_REUSEPORT members take the traffic.
+   */
   async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
     const udp = this.udp, tcp = this.tcp;
     this.udp = undefined;
     this.tcp = undefined;
-    if (udp) udp.removeAllListeners('message');
     if (tcp) tcp.close();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
