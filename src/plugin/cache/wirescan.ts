@@ -2,6 +2,8 @@
 // sits and where the OPT record is, so a cached reply can be stored without its
 // OPT and served by patching bytes (ID, flags, question, TTLs) in place.
 
+import { skipName } from '../../wire/scan.ts';
+
 export interface Scan {
   /** Offset just past the question section. */
   qEnd: number;
@@ -11,18 +13,6 @@ export interface Scan {
   optStart: number;
   /** Offset just past the OPT record. */
   optEnd: number;
-}
-
-function skipName(b: Uint8Array, p: number): number {
-  const n = b.length;
-  while (p < n) {
-    const l = b[p]!;
-    if (l === 0) return p + 1;
-    if ((l & 0xc0) === 0xc0) return p + 2;
-    if ((l & 0xc0) !== 0) return -1;
-    p += l + 1;
-  }
-  return -1;
 }
 
 /** Scan a well-formed message; undefined when the framing does not add up. */

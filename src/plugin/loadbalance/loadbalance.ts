@@ -1,6 +1,7 @@
 // loadbalance: reorders the records of NOERROR replies written by the rest of
 // the chain (CoreDNS plugin/loadbalance).
 
+import { skipName } from '../../wire/scan.ts';
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
@@ -48,15 +49,9 @@ export class LoadBalance implements Handler {
 }
 
 function qtypeOfWire(b: Uint8Array): number {
-  if (((b[4]! << 8) | b[5]!) === 0) return -1;
-  let p = 12;
-  while (p < b.length) {
-    const l = b[p]!;
-    if (l === 0) { p += 1; break; }
-    if ((l & 0xc0) === 0xc0) { p += 2; break; }
-    p += l + 1;
-  }
-  return p + 2 <= b.length ? (b[p]! << 8) | b[p + 1]! : -1;
+  if (b.length < 12 || ((b[4]! << 8) | b[5]!) === 0) return -1;
+  const p = skipName(b, 12);
+  return p >= 0 && p + 2 <= b.length ? (b[p]! << 8) | b[p + 1]! : -1;
 }
 
 export class LoadBalanceWriter implements ResponseWriter {

@@ -3,6 +3,7 @@
 // carries at most one outstanding query; a reply is taken only when its ID and
 // question match the query (RFC 5452), anything else is skipped while waiting.
 
+import { skipName } from '../../../wire/scan.ts';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -24,15 +25,8 @@ interface Waiting {
 
 /** Offset just past the first question of a query (12 + name + 4); -1 when malformed. */
 export function questionEnd(wire: Uint8Array): number {
-  let p = 12;
-  const n = wire.length;
-  while (p < n) {
-    const l = wire[p]!;
-    if (l === 0) return p + 5 <= n ? p + 5 : -1;
-    if (l >= 0xc0) return p + 6 <= n ? p + 6 : -1;
-    p += l + 1;
-  }
-  return -1;
+  const end = skipName(wire, 12);
+  return end < 0 || end + 4 > wire.length ? -1 : end + 4;
 }
 
 /** The reply's question equals the query's (one question, name compared ASCII case-insensitively, type, class). */
