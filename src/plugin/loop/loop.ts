@@ -15,9 +15,9 @@ import { newMessage } from '../../wire/message.ts';
 import { RRType, RRClass } from '../../wire/constants.ts';
 import { randomLabel } from '../pkg/loopguard.ts';
 import { goQuote } from '../../corefile/address.ts';
+// Request metadata forward honours: a probe must be forwarded on every lap, never coalesced.
+import { NO_COALESCE } from '../forward/forward.ts';
 
-/** Request metadata honoured by forward: do not coalesce this query (same value as forward's NO_COALESCE). */
-export const NO_COALESCE = 'loop/no-coalesce';
 
 const HINFO = RRType.HINFO;
 
