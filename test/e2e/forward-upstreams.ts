@@ -125,13 +125,20 @@ export interface Unbound { port: number; proc: ChildProcess; dir: string; stop()
  * Start Debian's unbound on 127.0.0.1 (foreground, config in a temp dir) serving `localData`
  * lines as a static zone. Throws when unbound is not installed: these tests need it.
  */
-export async function startUnbound(zone: string, localData: string[]): Promise<Unbound> {
+/** Also serve DNS over TLS on `port` with this key and certificate (PEM files). */
+export interface UnboundTls { port: number; keyFile: string; certFile: string }
+
+export async function startUnbound(zone: string, localData: string[], tls?: UnboundTls): Promise<Unbound> {
   const bin = which('unbound');
   if (bin === undefined) throw new Error('unbound is not installed (apt-get install -y unbound): the forward/cache e2e tests need it');
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'nodens-unbound-'));
+  const tlsLines = tls === undefined ? [] : [
+    `  interface: 127.0.0.1@${tls.port}`, `  tls-port: ${tls.port}`,
+    `  tls-service-key: "${tls.keyFile}"`, `  tls-service-pem: "${tls.certFile}"`,
+  ];
   const conf = [
-    'server:', `  interface: 127.0.0.1`, `  port: ${port}`, '  do-daemonize: no', '  use-syslog: no', '  logfile: ""',
+    'server:', `  interface: 127.0.0.1@${port}`, ...tlsLines, `  port: ${port}`, '  do-daemonize: no', '  use-syslog: no', '  logfile: ""',
     '  username: ""', '  chroot: ""', `  directory: "${dir}"`, '  pidfile: ""', '  access-control: 127.0.0.0/8 allow',
     '  num-threads: 1', '  do-not-query-localhost: no', '  module-config: "iterator"',
     `  local-zone: "${zone}" static`, ...localData.map((l) => `  local-data: '${l}'`),

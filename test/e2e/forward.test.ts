@@ -326,3 +326,42 @@ describe('source ports (RFC 5452)', () => {
     } finally { await s.stop(); await up.stop(); }
   });
 });
+
+describe('tls:// upstream: DNS over TLS to a real unbound', () => {
+  let ub: Unbound;
+  let tlsPort = 0;
+  let certFile = '';
+  before(async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { freePort } = await import('../helpers/server.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-dot-'));
+    certFile = join(dir, 'cert.pem');
+    const keyFile = join(dir, 'key.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', keyFile, '-out', certFile, '-days', '1',
+      '-subj', '/CN=dns.example.test', '-addext', 'subjectAltName=DNS:dns.example.test'], { stdio: 'ignore' });
+    tlsPort = await freePort();
+    ub = await startUnbound('dot.example.', ['www.dot.example. 300 IN A 192.0.2.53'], { port: tlsPort, keyFile, certFile });
+  });
+  after(async () => { await ub.stop(); });
+
+  test('answers come over TLS with the CA and server name given', async () => {
+    const s = await startInProcess(`.:0 {\n forward . tls://127.0.0.1:${tlsPort} {\n  tls ${certFile}\n  tls_servername dns.example.test\n }\n}\n`);
+    try {
+      const r = decode(await exchange(s.port, query('www.dot.example')));
+      assert.equal(r.rcode, 0);
+      assert.deepEqual(r.answer.map((a) => (a.data as { address: string }).address), ['192.0.2.53']);
+      // a second query reuses the TLS connection
+      assert.equal(decode(await exchange(s.port, query('www.dot.example'))).rcode, 0);
+      assert.match(await metric('coredns_proxy_conn_cache_hits_total'), /proto="tcp-tls"\} [1-9]/);
+    } finally { await s.stop(); }
+  });
+
+  test('a certificate that does not match the server name is refused: SERVFAIL, nothing answered in clear', async () => {
+    const s = await startInProcess(`.:0 {\n forward . tls://127.0.0.1:${tlsPort} {\n  tls ${certFile}\n  tls_servername other.example.test\n }\n}\n`);
+    try {
+      const r = decode(await exchange(s.port, query('www.dot.example'), { timeoutMs: 8000 }));
+      assert.equal(r.rcode, 2);
+      assert.equal(r.answer.length, 0);
+    } finally { await s.stop(); }
+  });
+});
