@@ -197,3 +197,29 @@ test('with cache in front (the Kubernetes Corefile shape) the client still gets 
     await p.stop();
   }
 });
+
+test('-workers 2: the self-loop is detected and contained whichever worker receives the probe', { timeout: 30_000 }, async () => {
+  const p = await startProcess(`.:{PORT} {
+    loop {
+        probe_interval 1s
+    }
+    forward . 127.0.0.1:{PORT}
+}
+`, { args: ['-workers', '2'] });
+  try {
+    // Each worker probes on its own; the probe lands on either worker (SO_REUSEPORT), and both must claim it.
+    const deadline = Date.now() + 15_000;
+    while (p.stdout.filter((l) => /\[ERROR\] plugin\/loop: Loop detected/.test(l)).length < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(p.stdout.filter((l) => /\[ERROR\] plugin\/loop: Loop detected/.test(l)).length >= 2, p.stdout.join('\n'));
+    for (let i = 0; i < 10; i++) {
+      const out = spawnSync('dig', ['+tries=1', '+time=2', '-p', String(p.port), '@127.0.0.1', `w${i}.example.net`, 'A'], { encoding: 'utf8' }).stdout;
+      assert.match(out, /status: SERVFAIL/);
+      assert.match(out, /EDE: 22/);
+    }
+    assert.equal(p.proc.exitCode, null);
+  } finally {
+    assert.equal(await p.stop(), 0);
+  }
+});
