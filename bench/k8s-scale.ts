@@ -167,7 +167,7 @@ async function main(): Promise<void> {
   const probe = `svc${last}.ns${last % NAMESPACES}.svc.cluster.local. A`;
   const results: Result[] = [];
   try {
-    results.push(await runServer('nodens', [path.join(REPO, 'node_modules/node/bin/node'), path.join(REPO, 'src/cli/main.ts')], dir, probe, o.duration, qfile));
+    results.push(await runServer('nodens', [path.join(REPO, 'bin/nodens')], dir, probe, o.duration, qfile));
     results.push(await runServer('CoreDNS 1.14.7', [referenceBinary()], dir, probe, o.duration, qfile));
   } finally {
     api.kill('SIGTERM');
