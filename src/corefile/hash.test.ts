@@ -11,27 +11,8 @@ const all = { isDirective: () => true };
 // Hashes below were logged by CoreDNS itself ("plugin/reload: Running configuration SHA512 = ...").
 
 test('Kubernetes default Corefile hash matches the one CoreDNS logs', () => {
-  const k8s = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`;
+  // The Kubernetes default Corefile, as kubeadm installs it.
+  const k8s = fs.readFileSync(new URL('../../examples/Corefile.kubernetes', import.meta.url), 'utf8');
   assert.equal(
     serverBlocksSha512(parseCorefile(k8s, '/etc/coredns/Corefile', all)),
     '591cf328cccc12bc490481273e738df59329c62c0b729d94e8b61db9961c2fa5f046dd37f1cf888b953814040d180f52594972691cd6ff41be96639138a43908',

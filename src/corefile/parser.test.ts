@@ -47,27 +47,7 @@ function tmpdir(): string {
 // ---------------------------------------------------------------------------
 // Real-world Corefiles
 
-const K8S = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30
-    loop
-    reload
-    loadbalance
-}
-`;
+const K8S = fs.readFileSync(new URL('../../examples/Corefile.kubernetes', import.meta.url), 'utf8');
 
 test('the Kubernetes default Corefile', () => {
   const blocks = parse(K8S);
