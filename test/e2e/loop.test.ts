@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, ROOT, startProcess } from '../helpers/server.ts';
 import { Netns, available, digIn } from '../netns/netns.ts';
+import { dig } from '../helpers/dig.ts';
 
 const SEED_001 = '. {\n    loop\n    forward . 127.0.0.1\n}\n';
 const FATAL = /^\[FATAL\] plugin\/loop: Loop \(127\.0\.0\.1:(\d+) -> :53\) detected for zone "\.", see https:\/\/coredns\.io\/plugins\/loop#troubleshooting\. Query: "HINFO (\d+)\.(\d+)\."$/;
@@ -114,7 +115,7 @@ test('a `loop { }` self-loop on 127.0.0.1 is answered at once once quarantined (
   try {
     await p.waitFor(/Loop detected/);
     const t0 = Date.now();
-    const out = spawnSync('dig', ['+tries=1', '+time=2', '-p', String(p.port), '@127.0.0.1', 'x.example.net', 'A'], { encoding: 'utf8' }).stdout;
+    const out = await dig(p.port, 'x.example.net', 'A');
     assert.match(out, /status: SERVFAIL/);
     assert.match(out, /EDE: 22/);
     assert.ok(Date.now() - t0 < 1500);
@@ -188,7 +189,7 @@ test('with cache in front (the Kubernetes Corefile shape) the client still gets 
   try {
     await p.waitFor(/Loop detected/);
     for (const name of ['a.example.net', 'a.example.net', 'b.example.net']) {
-      const out = spawnSync('dig', ['+tries=1', '+time=2', '-p', String(p.port), '@127.0.0.1', name, 'A'], { encoding: 'utf8' }).stdout;
+      const out = await dig(p.port, name, 'A');
       assert.match(out, /status: SERVFAIL/);
       assert.match(out, /EDE: 22 \(No Reachable Authority\)/, out);
     }
@@ -214,7 +215,7 @@ test('-workers 2: the self-loop is detected and contained whichever worker recei
     }
     assert.ok(p.stdout.filter((l) => /\[ERROR\] plugin\/loop: Loop detected/.test(l)).length >= 2, p.stdout.join('\n'));
     for (let i = 0; i < 10; i++) {
-      const out = spawnSync('dig', ['+tries=1', '+time=2', '-p', String(p.port), '@127.0.0.1', `w${i}.example.net`, 'A'], { encoding: 'utf8' }).stdout;
+      const out = await dig(p.port, `w${i}.example.net`, 'A');
       assert.match(out, /status: SERVFAIL/);
       assert.match(out, /EDE: 22/);
     }
