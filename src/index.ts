@@ -10,13 +10,15 @@ import { PluginRegistry, type Placement } from './core/registry.ts';
 import { Runtime } from './core/runtime.ts';
 import { builtinPlugins } from './plugin/index.ts';
 import type { PluginDefinition } from './plugin/plugin.ts';
+import type { LoggerOptions } from './core/log.ts';
 
 export * from './plugin/plugin.ts';
 export { Request } from './core/request.ts';
 export { PluginRegistry, type Placement } from './core/registry.ts';
 export { Runtime } from './core/runtime.ts';
 export { StartupError } from './core/instance.ts';
-export { log, pluginLogger, setLogSink } from './core/log.ts';
+export { Logger, log, pluginLogger, setLogSink, type LogSink, type LoggerOptions } from './core/log.ts';
+export { MAX_LOOKUP_DEPTH, type DeriveOptions } from './core/request.ts';
 export * as wire from './wire/index.ts';
 
 /** An external plugin and where it runs in the chain. */
@@ -43,6 +45,13 @@ export interface StartOptions {
   plugins?: ExternalPlugin[];
   /** Environment for {$VAR} substitution (default process.env). */
   env?: Record<string, string | undefined>;
+  /**
+   * This server's log lines and [FATAL] handling. Default: lines to the default
+   * sink (stdout, or what `setLogSink` set), and a [FATAL] line (a plain `loop`
+   * finding a loop) stops this server — `server.stopped` resolves — while the
+   * host process goes on. Give `onFatal: () => process.exit(1)` for CoreDNS's behaviour.
+   */
+  log?: LoggerOptions;
 }
 
 export interface ListenAddress {
@@ -71,6 +80,9 @@ export class NodensServer {
 
   /** Graceful stop: shutdown hooks, then listeners closed after queries in flight. */
   async stop(): Promise<void> { await this.runtime.stop(); }
+
+  /** Resolves when the server stopped by itself after a [FATAL] line (without a custom `log.onFatal`). */
+  get stopped(): Promise<void> { return this.runtime.fatalStop; }
 }
 
 export async function startServer(opts: StartOptions): Promise<NodensServer> {
@@ -80,6 +92,7 @@ export async function startServer(opts: StartOptions): Promise<NodensServer> {
     defaultPort: String(opts.dnsPort ?? 53),
     registry: createRegistry(opts.plugins),
     env: opts.env,
+    log: opts.log,
   });
   await runtime.announceStart();
   return new NodensServer(runtime);

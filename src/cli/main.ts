@@ -76,13 +76,15 @@ export async function main(argv: string[]): Promise<void> {
     fatalStartup((e as Error).message);
   }
 
+  // The server logs through the CLI's logger, and a [FATAL] line ends the process with status 1, as in CoreDNS.
+  log.onFatal = () => { process.exit(1); };
   // Signals are handled from here on, as CoreDNS installs its traps before starting.
   const running = installSignals(flag('conf'), port, pidfile);
   let runtime: Runtime;
   try {
     runtime = await Runtime.start({
       corefile: input.contents, file: input.file, defaultPort: port, registry,
-      source: () => loadCorefile(flag('conf'), port),
+      source: () => loadCorefile(flag('conf'), port), logger: log,
     });
   } catch (e) {
     fatalStartup(e instanceof Error ? e.message : String(e));

@@ -6,7 +6,9 @@
 import cluster, { type Worker } from 'node:cluster';
 import { writeFileSync, unlinkSync } from 'node:fs';
 import { serveAggregatedMetrics } from '../plugin/pkg/metrics.ts';
+import { randomBytes } from 'node:crypto';
 import { log } from '../core/log.ts';
+import { LOOP_SECRET_ENV } from '../plugin/pkg/loopguard.ts';
 
 export const READY_MESSAGE = 'nodens:worker-ready';
 
@@ -31,9 +33,11 @@ export async function runPrimary(count: number, pidfile: string, versionLines: s
   let started = false;
   let pending: NodeJS.Signals | undefined;
   const workers = new Map<number, Worker>();
+  // One loop identity for the whole server: every worker recognises the probes and hop nonces of the others.
+  const loopSecret = randomBytes(32).toString('hex');
 
   const fork = (id: number): Promise<Worker> => new Promise((resolve, reject) => {
-    const w = cluster.fork({ NODENS_WORKER_ID: String(id) });
+    const w = cluster.fork({ NODENS_WORKER_ID: String(id), [LOOP_SECRET_ENV]: loopSecret });
     workers.set(id, w);
     const onMessage = (m: { type?: string }): void => {
       if (m?.type === READY_MESSAGE) { w.off('message', onMessage); resolve(w); }

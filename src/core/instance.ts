@@ -4,8 +4,7 @@
 // builds a new instance and hands the listeners over to it.
 
 import type {
-  BlockConfig, Handler, InstanceServices, LifecycleHook, PluginFactory, Readiness, ReloadControl,
-  ServeObservers, SetupContext,
+  BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, PluginFactory, ReloadControl, SetupContext,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, type ZoneAddr } from '../corefile/address.ts';
@@ -14,8 +13,8 @@ import type { Token } from '../corefile/token.ts';
 import { isDomainName } from '../wire/name.ts';
 import type { PluginRegistry } from './registry.ts';
 import { DnsListener } from './listener.ts';
-import type { RoutedBlock, ServeTable } from './serve.ts';
-import { log, pluginLogger, setDebug } from './log.ts';
+import { subQueryRouter, type RoutedBlock, type ServeTable } from './serve.ts';
+import { Logger } from './log.ts';
 import { defaultCorefile } from './loader.ts';
 
 export interface InstanceOptions {
@@ -28,6 +27,19 @@ export interface InstanceOptions {
   registry: PluginRegistry;
   env?: Record<string, string | undefined>;
   reloadControl?: ReloadControl;
+  /** The server's logger (default: a new one on the default sink). */
+  logger?: Logger;
+  /** The server this instance belongs to (default: a lineage of its own). */
+  lineage?: Lineage;
+}
+
+/** The store of one server across its reloads. */
+export class LineageStore implements Lineage {
+  private readonly values = new Map<string, unknown>();
+  store<T>(key: string, create: () => T): T {
+    if (!this.values.has(key)) this.values.set(key, create());
+    return this.values.get(key) as T;
+  }
 }
 
 /** Thrown for configuration problems; the message is what CoreDNS prints. */
@@ -67,7 +79,7 @@ class Block implements BlockConfig {
   }
 }
 
-interface Hooks {
+export interface Hooks {
   instanceStartup: LifecycleHook[];
   startup: LifecycleHook[];
   shutdown: LifecycleHook[];
@@ -80,27 +92,36 @@ export class Instance implements InstanceServices {
   readonly corefilePath: string;
   readonly serverBlocks: ServerBlock[];
   reloadControl: ReloadControl | undefined;
+  readonly log: Logger;
+  readonly lineage: Lineage;
+  readonly env: Readonly<Record<string, string | undefined>>;
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
   private readonly hostsOf = new Map<string, { host: string; port: string; transport: string }>();
   private readonly listenersByAddr = new Map<string, DnsListener>();
   private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
   private readonly sharedValues = new Map<string, unknown>();
-  private readonly readiness = new Map<string, Readiness>();
+  /** Some block has `debug`. */
+  private anyDebug = false;
 
-  private constructor(file: string, blocks: ServerBlock[], reloadControl: ReloadControl | undefined) {
+  private constructor(file: string, blocks: ServerBlock[], opts: InstanceOptions, env: Record<string, string | undefined>) {
     this.corefilePath = file;
     this.serverBlocks = blocks;
-    this.reloadControl = reloadControl;
+    this.reloadControl = opts.reloadControl;
+    this.log = opts.logger ?? new Logger();
+    this.lineage = opts.lineage ?? new LineageStore();
+    this.env = env;
   }
 
   /** Parse and set up, without opening sockets or running startup hooks. */
   static async create(opts: InstanceOptions): Promise<Instance> {
     const { registry } = opts;
+    const env = opts.env ?? process.env;
+    const logger = opts.logger ?? new Logger();
     const parseOpts = {
       isDirective: (name: string) => registry.has(name),
-      env: opts.env ?? process.env,
-      warn: (msg: string) => { log.warning(msg); },
+      env,
+      warn: (msg: string) => { logger.warning(msg); },
     };
     let file = opts.file;
     let serverBlocks = parseCorefile(opts.corefile, file, parseOpts);
@@ -110,7 +131,7 @@ export class Instance implements InstanceServices {
       file = d.file;
       serverBlocks = parseCorefile(d.contents, d.file, parseOpts);
     }
-    const inst = new Instance(file, serverBlocks, opts.reloadControl);
+    const inst = new Instance(file, serverBlocks, { ...opts, logger }, env);
     for (const sb of serverBlocks) {
       const addrs: ZoneAddr[] = [];
       for (const key of sb.keys) addrs.push(...parseKey(key.text, opts.defaultPort));
@@ -155,7 +176,7 @@ export class Instance implements InstanceServices {
       dispenser,
       config: block,
       instance: this,
-      log: pluginLogger(name),
+      log: this.log.plugin(name),
       addPlugin: (f) => { block.factories.push(tracked(f)); },
       onStartup: (fn) => { hooks.startup.push(fn); },
       onShutdown: (fn) => { hooks.shutdown.push(fn); },
@@ -210,24 +231,23 @@ export class Instance implements InstanceServices {
       const f = flags.get(addr)!;
       anyDebug ||= f.debug;
       const zoneLengths = new Set([...zones.keys()].map((z) => z.length));
-      this.tables.set(addr, { name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace });
+      const table: ServeTable = {
+        name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
+        log: this.log, lineage: this.lineage,
+      };
+      table.router = subQueryRouter(table);
+      this.tables.set(addr, table);
     }
-    setDebug(anyDebug);
+    this.anyDebug = anyDebug;
   }
 
+  /** Print [DEBUG] lines while this instance is in force (some block has `debug`). */
+  applyDebug(): void { this.log.debugEnabled = this.anyDebug; }
+
   // ---- InstanceServices ----
-  registerReadiness(name: string, r: Readiness): void { this.readiness.set(name, r); }
-  readinessReporters(): ReadonlyMap<string, Readiness> { return this.readiness; }
   shared<T>(key: string, create: () => T): T {
     if (!this.sharedValues.has(key)) this.sharedValues.set(key, create());
     return this.sharedValues.get(key) as T;
-  }
-
-  observeServing(obs: ServeObservers): void {
-    for (const t of this.tables.values()) {
-      if (obs.onPanic) t.onPanic = obs.onPanic;
-      if (obs.onDropped) t.onDropped = obs.onDropped;
-    }
   }
 
   /**
@@ -235,6 +255,7 @@ export class Instance implements InstanceServices {
    * address are taken over (their table swapped), so a reload loses nothing.
    */
   async start(previous?: Instance): Promise<void> {
+    this.applyDebug();
     for (const fn of this.hooks.startup) await fn();
     const opened: DnsListener[] = [];
     try {
@@ -275,6 +296,12 @@ export class Instance implements InstanceServices {
     }
     return errors;
   }
+
+  /** The hooks of one kind registered by the setups, in order (for tests that drive a setup's lifecycle). */
+  hookList(kind: keyof Hooks): readonly LifecycleHook[] { return this.hooks[kind]; }
+
+  /** The handler factories block `i` registered, in chain order (for tests that build a chain by hand). */
+  factoriesOf(i: number): readonly PluginFactory[] { return this.blocks[i]?.factories ?? []; }
 
   /** The listeners, with the port each actually bound (useful with port 0). */
   listeners(): DnsListener[] { return [...this.listenersByAddr.values()]; }

@@ -1,57 +1,80 @@
 // CoreDNS logging conventions: everything to stdout, no timestamp, a level
 // prefix, and `plugin/<name>: ` for plugin loggers. [DEBUG] lines appear only
-// while the debug plugin is active. [FATAL] exits with status 1.
+// while the debug plugin is active.
+//
+// Each running server owns a Logger (sink, debug flag, fatal handler), so two
+// servers embedded in one process do not share them. `defaultLogger` is the
+// one a server gets when its embedder supplies none; `setLogSink` redirects it.
 
-import { writeSync } from 'node:fs';
-import type { PluginLogger } from '../plugin/plugin.ts';
+import type { PluginLogger, ServerLogger } from '../plugin/plugin.ts';
 
 export type LogSink = (line: string) => void;
 
-const stdoutSink: LogSink = (line) => { process.stdout.write(line + '\n'); };
-let sink: LogSink = stdoutSink;
-let debugEnabled = false;
-let fatalHandler: (line: string) => never = (line) => {
-  // Written synchronously so the line is out before the process ends.
-  if (sink === stdoutSink) {
-    try { writeSync(1, line + '\n'); } catch { /* stdout gone */ }
-  } else {
-    sink(line);
-  }
-  process.exit(1);
-};
+/** What happens after a [FATAL] line has been written (the CLI exits 1; see src/cli). */
+export type FatalHandler = (line: string) => void;
 
-/** Redirect log output (tests and embedders). Returns the previous sink. */
+const stdoutSink: LogSink = (line) => { process.stdout.write(line + '\n'); };
+
+export interface LoggerOptions {
+  /** Where lines go; default: the process-wide default sink (stdout unless `setLogSink` changed it). */
+  sink?: LogSink;
+  /** Runs after a [FATAL] line; default: nothing more (the embedder's server decides, see Runtime). */
+  onFatal?: FatalHandler;
+}
+
+export class Logger implements ServerLogger {
+  private readonly ownSink: LogSink | undefined;
+  /** Set per server by the instance in force: true while some block has `debug`. */
+  debugEnabled = false;
+  onFatal: FatalHandler | undefined;
+
+  constructor(opts: LoggerOptions = {}) {
+    this.ownSink = opts.sink;
+    this.onFatal = opts.onFatal;
+  }
+
+  /** Write one line as is. */
+  write(line: string): void { (this.ownSink ?? defaultSink)(line); }
+
+  debug(msg: string): void { if (this.debugEnabled) this.write('[DEBUG] ' + msg); }
+  info(msg: string): void { this.write('[INFO] ' + msg); }
+  warning(msg: string): void { this.write('[WARNING] ' + msg); }
+  error(msg: string): void { this.write('[ERROR] ' + msg); }
+  fatal(msg: string): void {
+    const line = '[FATAL] ' + msg;
+    this.write(line);
+    this.onFatal?.(line);
+  }
+
+  /** A logger whose lines carry `plugin/<name>: `. */
+  plugin(name: string): PluginLogger {
+    const p = 'plugin/' + name + ': ';
+    const base = this;
+    return {
+      debug(msg) { base.debug(p + msg); },
+      info(msg) { base.info(p + msg); },
+      warning(msg) { base.warning(p + msg); },
+      error(msg) { base.error(p + msg); },
+      fatal(msg) { base.fatal(p + msg); },
+      get debugEnabled() { return base.debugEnabled; },
+    };
+  }
+}
+
+let defaultSink: LogSink = stdoutSink;
+
+/** Redirect the default sink (tests, and embedders that supply no logger). Returns the previous sink. */
 export function setLogSink(s: LogSink): LogSink {
-  const prev = sink;
-  sink = s;
+  const prev = defaultSink;
+  defaultSink = s;
   return prev;
 }
 
-/** Replace what [FATAL] does (an embedding application may not want process.exit). */
-export function setFatalHandler(h: (line: string) => never): void {
-  fatalHandler = h;
-}
+/** The sink lines go to by default: true while it is stdout (the CLI writes [FATAL] synchronously then). */
+export function defaultSinkIsStdout(): boolean { return defaultSink === stdoutSink; }
 
-export function setDebug(on: boolean): void { debugEnabled = on; }
-export function isDebug(): boolean { return debugEnabled; }
+/** The logger of code that runs outside any server (the CLI before a server starts, doctor). */
+export const log = new Logger();
 
-export function writeLine(line: string): void { sink(line); }
-
-export const log = {
-  debug(msg: string): void { if (debugEnabled) sink('[DEBUG] ' + msg); },
-  info(msg: string): void { sink('[INFO] ' + msg); },
-  warning(msg: string): void { sink('[WARNING] ' + msg); },
-  error(msg: string): void { sink('[ERROR] ' + msg); },
-  fatal(msg: string): never { return fatalHandler('[FATAL] ' + msg); },
-};
-
-export function pluginLogger(name: string): PluginLogger {
-  const p = 'plugin/' + name + ': ';
-  return {
-    debug(msg) { if (debugEnabled) sink('[DEBUG] ' + p + msg); },
-    info(msg) { sink('[INFO] ' + p + msg); },
-    warning(msg) { sink('[WARNING] ' + p + msg); },
-    error(msg) { sink('[ERROR] ' + p + msg); },
-    fatal(msg): never { return fatalHandler('[FATAL] ' + p + msg); },
-  };
-}
+/** A plugin logger on the default logger (for code outside any server, and tests). */
+export function pluginLogger(name: string): PluginLogger { return log.plugin(name); }

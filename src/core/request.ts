@@ -1,20 +1,53 @@
 // Per-query state handed through the plugin chain. Derived values (lower-cased
 // name, buffer size, DO bit) are computed on first use and remembered, so a
 // chain that never asks pays nothing.
+//
+// A request is immutable as far as plugins are concerned: a plugin that wants
+// the rest of the chain to see another question, other flags or another
+// transport makes a *derived* request (`req.derive(...)`), as CoreDNS plugins
+// hand a copied dns.Msg to the next handler. A derived request shares what
+// CoreDNS keeps in the query's context: metadata, the Extended DNS Errors for
+// the client and the name of the plugin at work. `req.lookup(name, type)` is
+// CoreDNS's upstream package: a sub-query through the server's own zones.
 
 import type { EdnsOption, Message } from '../wire/types.ts';
 import { skipName } from '../wire/scan.ts';
+import { fqdn } from '../wire/name.ts';
+import { encodeMessage } from '../wire/encode.ts';
+import { RRClass } from '../wire/constants.ts';
 
 export type Transport = 'udp' | 'tcp';
 
 const MIN_UDP_SIZE = 512;
 const TCP_SIZE = 65535;
+/** Nested internal lookups allowed before one is refused (a CNAME that leads back to itself). */
+export const MAX_LOOKUP_DEPTH = 8;
+
+/**
+ * Routes a request through the zones of the listener it arrived on and
+ * captures the reply instead of sending it (the server core provides it).
+ */
+export interface SubQueryRouter {
+  exchange(req: Request): Promise<Message | undefined>;
+}
+
+/** What a derived request changes; everything else is the original's. */
+export interface DeriveOptions {
+  /** A whole new message (its question decides name, type and class). */
+  msg?: Message;
+  /** Replace the question's name (FQDN, case kept). Applied after `msg`. */
+  name?: string;
+  /** Replace the question's type. */
+  type?: number;
+  /** Replace the question's class. */
+  class?: number;
+  /** Pretend the query came over this transport (e.g. `tcp` for a buffer of 65535). */
+  proto?: Transport;
+}
 
 export class Request {
-  /** The decoded query. Plugins that change it (rewrite) replace fields, the server reads it afresh. */
-  msg: Message;
-  /** The query exactly as received. */
-  readonly wire: Uint8Array;
+  /** The decoded query. Never changed in place: derive a request instead. */
+  readonly msg: Message;
   readonly proto: Transport;
   readonly remoteAddress: string;
   readonly remotePort: number;
@@ -24,27 +57,31 @@ export class Request {
   readonly server: string;
   /** The zone of the server block that matched (set by the server before the chain runs). */
   zone = '.';
-  /** Name of the plugin currently handling the query; the final writer records who replied. */
-  plugin = '';
   /** process.hrtime.bigint() at arrival. */
   readonly start: bigint;
+  private wireBytes: Uint8Array | undefined;
   /**
-   * Extended DNS Errors (RFC 8914) for the client, attached by any plugin; the
-   * final writer adds them to the reply of an EDNS client even when a plugin
-   * in between (e.g. cache) dropped the reply's own OPT.
+   * The request this one was derived from, or itself: it holds what derived
+   * requests share (CoreDNS's context values), so the common case allocates nothing extra.
    */
-  extendedErrors: EdnsOption[] | undefined;
-  /** Plugin metadata (CoreDNS's metadata plugin); created on first use. */
+  private readonly root: Request;
+  private pluginName = '';
+  private ede: EdnsOption[] | undefined;
   private meta: Map<string, string | (() => string)> | undefined;
-  private lowerName: string | undefined;
+  private readonly router: SubQueryRouter | undefined;
+  /** How many internal lookups this request is nested in. */
+  private readonly depth: number;
+  /** The question name `lowerName` was computed from (compared by value, so any rename recomputes). */
+  private lowerOf: string | undefined;
+  private lowerName = '';
 
   constructor(
-    msg: Message, wire: Uint8Array, proto: Transport,
+    msg: Message, wire: Uint8Array | undefined, proto: Transport,
     remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
-    server: string, start: bigint,
+    server: string, start: bigint, router?: SubQueryRouter,
   ) {
     this.msg = msg;
-    this.wire = wire;
+    this.wireBytes = wire;
     this.proto = proto;
     this.remoteAddress = remoteAddress;
     this.remotePort = remotePort;
@@ -52,6 +89,17 @@ export class Request {
     this.localPort = localPort;
     this.server = server;
     this.start = start;
+    this.root = this;
+    this.router = router;
+    this.depth = 0;
+  }
+
+  /**
+   * The query in wire form: the bytes as received, or for a derived request
+   * whose message differs, the message encoded on first use.
+   */
+  get wire(): Uint8Array {
+    return this.wireBytes ??= encodeMessage(this.msg);
   }
 
   /** Query name as sent (case preserved). */
@@ -60,7 +108,10 @@ export class Request {
   /** Query name lower-cased (ASCII), as CoreDNS's state.Name(). */
   get name(): string {
     const q = this.qname;
-    if (this.lowerName === undefined || this.lowerName.length !== q.length) this.lowerName = asciiLower(q);
+    if (this.lowerOf !== q) {
+      this.lowerName = asciiLower(q);
+      this.lowerOf = q;
+    }
     return this.lowerName;
   }
 
@@ -86,21 +137,98 @@ export class Request {
     return end < 0 ? -1 : end + 4;
   }
 
-  /** Request length in bytes as received. */
+  /** Request length in bytes (as received, or as encoded for a derived request). */
   get length(): number { return this.wire.length; }
+
+  /** Name of the plugin currently handling the query; the final writer records who replied. */
+  get plugin(): string { return this.root.pluginName; }
+  set plugin(name: string) { this.root.pluginName = name; }
+
+  /**
+   * Extended DNS Errors (RFC 8914) for the client, attached by any plugin; the
+   * final writer adds them to the reply of an EDNS client even when a plugin
+   * in between (e.g. cache) dropped the reply's own OPT.
+   */
+  get extendedErrors(): readonly EdnsOption[] | undefined { return this.root.ede; }
 
   /** Attach an Extended DNS Error option (code 15) for the client's reply. */
   addExtendedError(option: EdnsOption): void {
-    (this.extendedErrors ??= []).push(option);
+    (this.root.ede ??= []).push(option);
   }
 
+  /** Set a metadata label (CoreDNS's metadata.SetValueFunc); a function is evaluated when read. */
   setMetadata(label: string, value: string | (() => string)): void {
-    (this.meta ??= new Map()).set(label, value);
+    (this.root.meta ??= new Map()).set(label, value);
   }
 
+  /** A metadata label's value, or undefined when no plugin set it. */
   metadata(label: string): string | undefined {
-    const v = this.meta?.get(label);
+    const v = this.root.meta?.get(label);
     return typeof v === 'function' ? v() : v;
+  }
+
+  /** Every metadata label set so far, sorted (for the metadata and log plugins). */
+  metadataLabels(): string[] {
+    const m = this.root.meta;
+    return m === undefined ? [] : [...m.keys()].sort();
+  }
+
+  /**
+   * A request for the rest of the chain that differs in message, question or
+   * transport. It shares metadata, Extended DNS Errors and the plugin in
+   * charge with this one; its lazily computed values are its own.
+   */
+  derive(o: DeriveOptions): Request {
+    let msg = o.msg ?? this.msg;
+    if (o.name !== undefined || o.type !== undefined || o.class !== undefined) {
+      const q = msg.question[0];
+      const question = {
+        name: o.name ?? q?.name ?? '.',
+        type: o.type ?? q?.type ?? 0,
+        class: o.class ?? q?.class ?? RRClass.IN,
+      };
+      msg = { ...msg, question: [question, ...msg.question.slice(1)] };
+    }
+    return this.copy(msg, o.proto ?? this.proto, this.root, this.depth);
+  }
+
+  /**
+   * Resolve `name`/`type` through this server's own zones and chains (CoreDNS's
+   * upstream.Lookup): the query is a copy of this one (flags and EDNS kept) with
+   * the new question, routed as if it had just arrived on the same listener;
+   * the reply comes back instead of going to the client. Undefined when no
+   * plugin wrote a reply. Rejects when there is no running server (a request
+   * built by hand) or when lookups nest deeper than MAX_LOOKUP_DEPTH.
+   */
+  lookup(name: string, type: number): Promise<Message | undefined> {
+    const router = this.router;
+    if (router === undefined) return Promise.reject(new Error('no full server is running'));
+    if (this.depth >= MAX_LOOKUP_DEPTH) {
+      return Promise.reject(new Error(`internal lookups nested more than ${MAX_LOOKUP_DEPTH} deep at ${name}`));
+    }
+    const m = this.msg;
+    const msg: Message = {
+      ...m,
+      question: [{ name: fqdn(name), type, class: RRClass.IN }],
+      answer: [...m.answer],
+      authority: [...m.authority],
+      additional: [...m.additional],
+      edns: m.edns === undefined ? undefined : { ...m.edns, options: [...m.edns.options] },
+    };
+    // A sub-query is a query of its own (CoreDNS collects metadata afresh for it): its own root, one level deeper.
+    return router.exchange(this.copy(msg, this.proto, undefined, this.depth + 1));
+  }
+
+  /** A request like this one with another message/transport; `root` undefined makes it a root of its own. */
+  private copy(msg: Message, proto: Transport, root: Request | undefined, depth: number): Request {
+    const r = new Request(msg, msg === this.msg ? this.wireBytes : undefined, proto,
+      this.remoteAddress, this.remotePort, this.localAddress, this.localPort, this.server, this.start, this.router);
+    r.zone = this.zone;
+    // Set once here, readonly everywhere else.
+    const w = r as unknown as { root: Request; depth: number };
+    if (root !== undefined) w.root = root;
+    w.depth = depth;
+    return r;
   }
 }
 

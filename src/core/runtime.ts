@@ -2,10 +2,10 @@
 // new one on reload (keeping the sockets), and shuts down gracefully. No
 // process.exit here; the CLI decides what a signal means for the process.
 
-import { Instance, StartupError } from './instance.ts';
+import { Instance, LineageStore, StartupError } from './instance.ts';
 import type { PluginRegistry } from './registry.ts';
 import type { ReloadControl } from '../plugin/plugin.ts';
-import { log } from './log.ts';
+import { Logger, type LoggerOptions } from './log.ts';
 
 export interface RuntimeOptions {
   corefile: string;
@@ -18,6 +18,13 @@ export interface RuntimeOptions {
    * Without it, a reload request re-reads the text last loaded.
    */
   source?: () => { contents: string; file: string };
+  /**
+   * This server's logger: its sink, and what a [FATAL] line does (the CLI exits 1).
+   * Default: the default sink, and a fatal line stops this server without ending the process.
+   */
+  logger?: Logger;
+  /** Without `logger`: the sink and fatal handler of the logger made for this server. */
+  log?: LoggerOptions;
 }
 
 /** Fired after every successful start or reload (caddy's instance-startup event). */
@@ -25,11 +32,11 @@ export type StartedListener = (inst: Instance, reload: boolean) => void;
 
 export class Runtime {
   private current: Instance;
-  private readonly opts: RuntimeOptions & { reloadControl: ReloadControl };
+  private readonly opts: RuntimeOptions & { reloadControl: ReloadControl; lineage: LineageStore; logger: Logger };
   private readonly startedListeners: StartedListener[] = [];
   private reloading: Promise<unknown> = Promise.resolve();
 
-  private constructor(inst: Instance, opts: RuntimeOptions & { reloadControl: ReloadControl }) {
+  private constructor(inst: Instance, opts: RuntimeOptions & { reloadControl: ReloadControl; lineage: LineageStore; logger: Logger }) {
     this.current = inst;
     this.opts = opts;
   }
@@ -37,6 +44,17 @@ export class Runtime {
   /** Parse, set up, run startup hooks and open every listener. Throws StartupError and listen errors. */
   static async start(opts: RuntimeOptions): Promise<Runtime> {
     let runtime: Runtime | undefined;
+    let fatalBeforeStart = false;
+    const logger = opts.logger ?? new Logger({
+      sink: opts.log?.sink,
+      // By default a library server that hits a fatal condition (a plain `loop` finding a loop) stops; its host goes on.
+      onFatal: opts.log?.onFatal ?? (() => {
+        if (runtime === undefined) fatalBeforeStart = true;
+        else void runtime.stopAfterFatal();
+      }),
+    });
+    opts = { ...opts, logger };
+    const lineage = new LineageStore();
     const reloadControl: ReloadControl = {
       readCorefile: () => opts.source?.() ?? { contents: opts.corefile, file: opts.file },
       reload: (contents, file) => {
@@ -44,7 +62,7 @@ export class Runtime {
         return runtime.reload(contents, file);
       },
     };
-    const inst = await Instance.create({ ...opts, reloadControl });
+    const inst = await Instance.create({ ...opts, reloadControl, lineage });
     try {
       await inst.start();
     } catch (e) {
@@ -53,8 +71,23 @@ export class Runtime {
       await inst.runHooks('finalShutdown');
       throw e;
     }
-    runtime = new Runtime(inst, { ...opts, reloadControl });
+    runtime = new Runtime(inst, { ...opts, reloadControl, lineage, logger });
+    if (fatalBeforeStart) void runtime.stopAfterFatal();
     return runtime;
+  }
+
+  /** The server's logger. */
+  get log(): Logger { return this.opts.logger; }
+
+  // Declared before fatalStop: fields are defined in order, and fatalStop's executor sets this one.
+  private resolveFatalStop: (() => void) | undefined;
+  /** Resolves once the server stopped because of a [FATAL] line (library default). */
+  readonly fatalStop: Promise<void> = new Promise((resolve) => { this.resolveFatalStop = resolve; });
+  private stopping: Promise<Error[]> | undefined;
+
+  private async stopAfterFatal(): Promise<void> {
+    await this.stop();
+    this.resolveFatalStop?.();
   }
 
   get instance(): Instance { return this.current; }
@@ -73,12 +106,14 @@ export class Runtime {
    */
   reload(corefile: string, file = this.opts.file): Promise<Error | undefined> {
     const run = this.reloading.then(() => this.doReload(corefile, file));
-    this.reloading = run;
+    // A reload that threw (not one that failed cleanly) must not poison every later reload and the stop.
+    this.reloading = run.catch(() => undefined);
     return run;
   }
 
   private async doReload(corefile: string, file: string): Promise<Error | undefined> {
     const old = this.current;
+    const log = this.opts.logger;
     log.info('Reloading');
     await old.runHooks('restart');
     let next: Instance | undefined;
@@ -92,6 +127,7 @@ export class Runtime {
         await next.closeListeners(old);
       }
       await old.runHooks('restartFailed');
+      old.applyDebug();
       log.error(`Restart failed: ${err.message}`);
       return err;
     }
@@ -111,7 +147,11 @@ export class Runtime {
    * served (lameduck), then listeners close after their queries in flight.
    * Returns the hook errors (CoreDNS exits 4 when there are any).
    */
-  async stop(): Promise<Error[]> {
+  stop(): Promise<Error[]> {
+    return this.stopping ??= this.doStop();
+  }
+
+  private async doStop(): Promise<Error[]> {
     await this.reloading;
     const errors = await this.current.runHooks('shutdown');
     errors.push(...await this.current.runHooks('finalShutdown'));

@@ -3,8 +3,9 @@
 // EDNS version, zone routing with the DS rule, panic recovery) and the writer
 // that fits every reply to the client (SizeAndDo + Scrub).
 
-import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
-import { PluginError, isClientErrorRcode } from '../plugin/plugin.ts';
+import { channel } from 'node:diagnostics_channel';
+import type { DroppedEvent, Handler, Lineage, PanicEvent, ResponseWriter, ServerLogger } from '../plugin/plugin.ts';
+import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
@@ -12,8 +13,7 @@ import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../wire/constants.ts';
-import { Request, type Transport } from './request.ts';
-import { log } from './log.ts';
+import { Request, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it. */
 export interface RoutedBlock {
@@ -21,9 +21,6 @@ export interface RoutedBlock {
   /** undefined: the block has no plugins at all, so queries routed to it are REFUSED. */
   readonly chain: Handler | undefined;
 }
-
-/** Observes replies the server writes itself (zone label `dropped`), for metrics. */
-export type DroppedReporter = (req: Request, rcode: number, replySize: number) => void;
 
 /** Everything routing needs for one listen address; replaced as a whole on reload. */
 export interface ServeTable {
@@ -38,9 +35,16 @@ export interface ServeTable {
   readonly debug: boolean;
   /** errors { stacktrace }: a recovered exception logs its stack. */
   readonly stacktrace: boolean;
-  onPanic?: () => void;
-  onDropped?: DroppedReporter;
+  /** The server's logger ("Recovered from panic" lines). */
+  readonly log: ServerLogger;
+  /** The server this table belongs to, named in diagnostics-channel events. */
+  readonly lineage: Lineage;
+  /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
+  router?: SubQueryRouter;
 }
+
+const droppedChannel = channel(ServeChannels.dropped);
+const panicChannel = channel(ServeChannels.panic);
 
 /** Sends one reply on the connection or socket a query came from. */
 export interface ReplySink {
@@ -80,8 +84,17 @@ export function serveMessage(
   }
 
   const req = new Request(msg, wire, proto, remoteAddress, remotePort, localAddress, localPort,
-    table.name, process.hrtime.bigint());
+    table.name, process.hrtime.bigint(), table.router);
+  return serveRequest(table, req, sink);
+}
 
+/**
+ * CoreDNS's Server.ServeDNS for a decoded request: the question, class and
+ * EDNS-version checks, zone routing, the chain, and the server-written error
+ * replies. Used for client queries and for internal sub-queries alike.
+ */
+function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | Promise<void> {
+  const msg = req.msg;
   if (msg.question.length === 0) {
     writeServerError(table, req, sink, Rcode.SERVFAIL, true);
     return;
@@ -95,7 +108,7 @@ export function serveMessage(
     return;
   }
 
-  const w = new ClientWriter(req, sink);
+  const w = new ClientWriter(req, sink, table.log);
   const block = route(table, req);
   if (block === undefined) {
     writeServerError(table, req, sink, Rcode.REFUSED, true);
@@ -107,6 +120,28 @@ export function serveMessage(
   }
   req.zone = block.zone;
   return runChain(table, block.chain, req, w, sink);
+}
+
+/** A sink that keeps the one reply a sub-query produced. */
+class CaptureSink implements ReplySink {
+  wire: Uint8Array | undefined;
+  send(wire: Uint8Array): void { this.wire ??= wire; }
+}
+
+/**
+ * The internal exchange of one listen address (CoreDNS's upstream.Lookup): the
+ * sub-query runs through serveRequest like a client query on this address, and
+ * its reply, fitted to the request's buffer as a client's would be, is decoded
+ * and returned instead of being sent.
+ */
+export function subQueryRouter(table: ServeTable): SubQueryRouter {
+  return {
+    async exchange(req: Request): Promise<Message | undefined> {
+      const sink = new CaptureSink();
+      await serveRequest(table, req, sink);
+      return sink.wire === undefined ? undefined : decodeMessage(sink.wire);
+    },
+  };
 }
 
 /** Longest-suffix zone match on the lower-cased name; DS goes to the shallowest match; `.` last. */
@@ -180,11 +215,14 @@ function afterChainError(table: ServeTable, req: Request, sink: ReplySink, e: un
   }
   const detail = e instanceof Error ? e.message : String(e);
   if (table.stacktrace && e instanceof Error && e.stack) {
-    log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}\n${e.stack}`);
+    table.log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}\n${e.stack}`);
   } else {
-    log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}`);
+    table.log.error(`Recovered from panic in server: ${JSON.stringify(table.name)} ${detail}`);
   }
-  table.onPanic?.();
+  if (panicChannel.hasSubscribers) {
+    const ev: PanicEvent = { lineage: table.lineage, server: table.name, error: e };
+    panicChannel.publish(ev);
+  }
   writeServerError(table, req, sink, Rcode.SERVFAIL, true);
 }
 
@@ -195,7 +233,10 @@ function writeServerError(table: ServeTable, req: Request, sink: ReplySink, rcod
   sizeAndDo(req, reply);
   const wire = encodeWithin(reply, req.size, compressLimit(req)).wire;
   sink.send(wire);
-  if (dropped) table.onDropped?.(req, rcode, wire.length);
+  if (dropped && droppedChannel.hasSubscribers) {
+    const ev: DroppedEvent = { lineage: table.lineage, req, rcode, replySize: wire.length };
+    droppedChannel.publish(ev);
+  }
 }
 
 function badVersReply(msg: Message): Message {
@@ -272,7 +313,7 @@ function isEchoedOption(o: { code: number }): boolean {
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */
-function addExtendedErrors(edns: Edns, errors: EdnsOption[]): void {
+function addExtendedErrors(edns: Edns, errors: readonly EdnsOption[]): void {
   for (const e of errors) {
     if (!edns.options.some((o) => o.code === e.code && Buffer.from(o.data).equals(e.data))) edns.options.push(e);
   }
@@ -309,10 +350,12 @@ function appendOpt(reply: Uint8Array, q: Edns): Uint8Array {
 export class ClientWriter implements ResponseWriter {
   private readonly req: Request;
   private readonly sink: ReplySink;
+  private readonly log: ServerLogger;
 
-  constructor(req: Request, sink: ReplySink) {
+  constructor(req: Request, sink: ReplySink, log: ServerLogger) {
     this.req = req;
     this.sink = sink;
+    this.log = log;
   }
 
   writeMsg(reply: Message): void {
@@ -357,7 +400,7 @@ export class ClientWriter implements ResponseWriter {
     try {
       msg = decodeMessage(reply);
     } catch (e) {
-      log.error(`plugin/${this.req.plugin}: wrote a malformed reply: ${e instanceof Error ? e.message : String(e)}`);
+      this.log.error(`plugin/${this.req.plugin}: wrote a malformed reply: ${e instanceof Error ? e.message : String(e)}`);
       return;
     }
     this.writeMsg(msg);

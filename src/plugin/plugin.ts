@@ -56,9 +56,20 @@ export function isClientErrorRcode(rcode: number): boolean {
 /** Lifecycle callbacks a setup may register, named as in CoreDNS/caddy. */
 export type LifecycleHook = () => void | Promise<void>;
 
-/** Optional capability: a plugin that can tell the ready plugin whether it is ready. */
+/**
+ * Optional capability of a handler: it can tell the ready plugin whether it is
+ * ready. The ready plugin asks the handlers of its own block (CoreDNS), and
+ * those of every other block whose `readinessScope` is `server`.
+ */
 export interface Readiness {
   ready(): boolean;
+  /** `server`: this handler's readiness counts for /ready of every block (the loop guard). Default `block`. */
+  readonly readinessScope?: 'block' | 'server';
+}
+
+/** True when `h` implements Readiness. */
+export function isReadiness(h: unknown): h is Readiness {
+  return typeof (h as Partial<Readiness> | undefined)?.ready === 'function';
 }
 
 /** The settings of one server block that setup functions may read or change. */
@@ -87,20 +98,60 @@ export interface BlockConfig {
   readonly line: number;
 }
 
-export interface PluginLogger {
+/** Log lines as CoreDNS prints them: `[LEVEL] message`, to the server's log sink. */
+export interface ServerLogger {
+  /** Printed only while some block of the server has `debug`. */
   debug(msg: string): void;
   info(msg: string): void;
   warning(msg: string): void;
   error(msg: string): void;
-  /** Logs `[FATAL] plugin/<name>: msg` and exits the process with status 1. */
-  fatal(msg: string): never;
+  /**
+   * Logs `[FATAL] msg`, then the server's fatal handler runs: the CLI exits with
+   * status 1 as CoreDNS does; an embedding application decides (by default the
+   * server stops and the host process goes on). Code after a fatal() must not
+   * assume the process is gone: return.
+   */
+  fatal(msg: string): void;
+  /** True while [DEBUG] lines are printed. */
+  readonly debugEnabled: boolean;
 }
 
-/** Observers of replies the server writes itself and of recovered exceptions (metrics). */
-export interface ServeObservers {
-  onPanic?: () => void;
-  /** A reply written by the server before or instead of any plugin (zone label `dropped`). */
-  onDropped?: (req: Request, rcode: number, replySize: number) => void;
+/** A ServerLogger whose lines carry the `plugin/<name>: ` prefix. */
+export type PluginLogger = ServerLogger;
+
+/**
+ * Diagnostics channels (node:diagnostics_channel) on which the server core
+ * publishes what happens outside any plugin; publishing costs nothing without
+ * subscribers. Messages carry the server's identity (`lineage`, stable across
+ * reloads) so a subscriber can keep to its own server when several run in one process.
+ */
+export const ServeChannels = {
+  /** A reply the server wrote before or instead of any plugin (CoreDNS's zone label `dropped`): DroppedEvent. */
+  dropped: 'nodens:serve:dropped',
+  /** An exception recovered from a plugin chain ("Recovered from panic"): PanicEvent. */
+  panic: 'nodens:serve:panic',
+} as const;
+
+export interface DroppedEvent {
+  readonly lineage: Lineage;
+  readonly req: Request;
+  readonly rcode: number;
+  readonly replySize: number;
+}
+
+export interface PanicEvent {
+  readonly lineage: Lineage;
+  /** The listener, e.g. `dns://:53`. */
+  readonly server: string;
+  readonly error: unknown;
+}
+
+/**
+ * One running server across its reloads (a Runtime): what must outlive a
+ * reload lives in its store, keyed by a name the plugin owns (`<plugin>/...`).
+ */
+export interface Lineage {
+  store<T>(key: string, create: () => T): T;
 }
 
 /** How the reload plugin re-reads the Corefile and swaps configurations. */
@@ -111,24 +162,24 @@ export interface ReloadControl {
   reload(contents: string, file: string): Promise<Error | undefined>;
 }
 
-/** Process-wide services shared by all blocks of one running configuration (one "instance"). */
+/** Services shared by all blocks of one running configuration (one "instance"). */
 export interface InstanceServices {
-  /** Register a readiness reporter (ready plugin semantics). */
-  registerReadiness(name: string, r: Readiness): void;
-  /** The reporters registered so far, by plugin name. */
-  readinessReporters(): ReadonlyMap<string, Readiness>;
-  /** A value shared between setups of the same instance, created on first use. */
+  /** A value shared between setups of the same instance (gone with the next reload), created on first use. */
   shared<T>(key: string, create: () => T): T;
+  /** The server this instance belongs to; its store outlives reloads. */
+  readonly lineage: Lineage;
   /** The Corefile's path as given (for messages), e.g. `Corefile`. */
   readonly corefilePath: string;
   /** The parsed server blocks (imports expanded, env substituted): what the reload hash covers. */
   readonly serverBlocks: readonly ServerBlock[];
   /** Every block of this instance, in Corefile order. */
   blockConfigs(): BlockConfig[];
-  /** Watch replies written by the server itself and recovered exceptions, on every listener. */
-  observeServing(obs: ServeObservers): void;
   /** Present when the configuration can be reloaded (always, for the CLI). */
   readonly reloadControl: ReloadControl | undefined;
+  /** The server's logger without a plugin prefix (the log plugin's lines, CoreDNS's unprefixed messages). */
+  readonly log: ServerLogger;
+  /** The environment `{$VAR}` placeholders were read from (for a plugin that parses Corefiles itself). */
+  readonly env: Readonly<Record<string, string | undefined>>;
 }
 
 /** What a plugin's setup receives, once per server block in which the directive appears. */
@@ -154,6 +205,12 @@ export interface SetupContext {
   onInstanceStartup(fn: LifecycleHook): void;
 }
 
+/**
+ * A plugin: its directive name and its setup. Every built-in setup has one
+ * shape, as in CoreDNS: `parse(c)` reads the directive's tokens into options
+ * (throwing `d.err(...)` with file:line), then setup adds the handler and
+ * registers its lifecycle hooks.
+ */
 export interface PluginDefinition {
   /** The directive name as written in the Corefile. */
   readonly name: string;

@@ -172,14 +172,6 @@ interface Bound {
   stale: { inc(): void };
 }
 
-/** A request that differs from `req` only in `msg` (and optionally the transport). */
-function derived(req: Request, msg: Message, proto?: 'tcp'): Request {
-  const r = Object.create(req) as Request;
-  r.msg = msg;
-  if (proto !== undefined) Object.defineProperty(r, 'proto', { value: proto });
-  return r;
-}
-
 /** CoreDNS dnsutil.MinimalTTL (plus the SOA MINIMUM for denials, RFC 2308 §5). */
 export function minimalTtl(m: Message, mt: number): number {
   if (mt !== ResponseType.NoError && mt !== ResponseType.NameError && mt !== ResponseType.NoData) return MIN_DEFAULT_TTL;
@@ -376,23 +368,10 @@ export class Cache implements Handler {
 
   private miss(req: Request, w: ResponseWriter, key: string, doBit: boolean, ad: boolean): HandlerResult {
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
-    const msg = req.msg;
-    if (msg.ad) return nextOrFailure(this.name, this.next, req, crr);
-    // The next plugins see the query with AD set (CoreDNS hands on a copy with AD=1); the flag is
-    // put back once they are done, so plugins that run around the cache see the client's query.
-    msg.ad = true;
-    let res: HandlerResult;
-    try {
-      res = nextOrFailure(this.name, this.next, req, crr);
-    } catch (e) {
-      msg.ad = false;
-      throw e;
-    }
-    if (typeof res === 'number') {
-      msg.ad = false;
-      return res;
-    }
-    return res.finally(() => { msg.ad = false; });
+    if (req.msg.ad) return nextOrFailure(this.name, this.next, req, crr);
+    // The next plugins see the query with AD set (CoreDNS hands on a copy with AD=1); plugins that run
+    // around the cache keep seeing the client's query.
+    return nextOrFailure(this.name, this.next, req.derive({ msg: { ...req.msg, ad: true } }), crr);
   }
 
   /** A background refresh (prefetch, or serve_stale immediate): at most one per entry. */
@@ -403,7 +382,7 @@ export class Cache implements Handler {
     item.refreshing = true;
     if (prefetch) cachePrefetches.child(req.server, this.zonesLabel, this.view).inc();
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
-    const r = derived(req, { ...req.msg, ad: true }, 'tcp');
+    const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
       if (cw.stored === undefined) {
@@ -440,7 +419,7 @@ export class Cache implements Handler {
     }
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
     crr.verify = true;
-    const r = derived(req, { ...req.msg, ad: true });
+    const r = req.derive({ msg: { ...req.msg, ad: true } });
     item.refreshing = true;
     let run: Promise<number>;
     try {
@@ -593,7 +572,7 @@ export class CacheWriter implements ResponseWriter {
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
-        if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors;
+        if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
         cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
       }

@@ -2,10 +2,6 @@
 // CoreDNS uses (6 hex digit offset, 16 bytes a line, the total length last, every
 // line prefixed `debug: `).
 
-import { isDebug, log } from '../../core/log.ts';
-import type { Message } from '../../wire/types.ts';
-import { encodeMessage } from '../../wire/encode.ts';
-
 const PREFIX = 'debug: ';
 
 function hex(n: number, width: number): string {
@@ -20,17 +16,4 @@ export function hexdump(data: Uint8Array): string {
     out += ' ' + hex(data[i], 2);
   }
   return out + '\n' + PREFIX + hex(data.length, 6);
-}
-
-/** Logs `[DEBUG] <text>` followed by the message's dump, only while debug logging is on. */
-export function logHexdump(m: Message, text: string): void {
-  if (!isDebug()) return;
-  let buf: Uint8Array;
-  try {
-    buf = encodeMessage(m);
-  } catch {
-    return;
-  }
-  if (buf.length === 0) return;
-  log.debug(text + '\n' + hexdump(buf));
 }

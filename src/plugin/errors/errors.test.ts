@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { plugin } from './setup.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, setupError, settle } from '../pkg/testing.ts';
 import { PluginError } from '../plugin.ts';
-import { setDebug } from '../../core/log.ts';
 
 const E = 'plugin/errors: Corefile:3 - Error during parsing: ';
 
@@ -98,11 +97,7 @@ test('errors consolidate debug level only shows with debug on', async () => {
   const r = await runSetup(plugin, '. {\n errors {\n  consolidate 1h x debug show_first\n }\n}');
   const h = r.chain(failing('x'));
   assert.deepEqual(await captureLog(() => serve(h, 'a.')), []);
-  setDebug(true);
-  try {
-    for (const fn of r.hooks.shutdown) await fn();
-    assert.deepEqual(await captureLog(() => serve(h, 'b.')), ['[DEBUG] plugin/errors: 2 b. A: x']);
-  } finally {
-    setDebug(false);
-  }
+  r.setDebug(true);
+  for (const fn of r.hooks.shutdown) await fn();
+  assert.deepEqual(await captureLog(() => serve(h, 'b.')), ['[DEBUG] plugin/errors: 2 b. A: x']);
 });

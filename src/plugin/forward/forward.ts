@@ -13,6 +13,7 @@ import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
+import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
 import { questionEnd, questionMatches } from '../pkg/proxy/conn.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
@@ -28,9 +29,6 @@ const FORMERR = 1;
 export const DEFAULT_TIMEOUT_MS = 5000;
 
 export const ErrNoHealthy = 'no healthy proxies';
-
-/** (loop) Request metadata that keeps a query out of coalescing (the loop plugin's probe). */
-export const NO_COALESCE = 'loop/no-coalesce';
 
 /** One upstream as configured: an address, or a nameserver line of a TO file. */
 export interface UpstreamSpec {
@@ -74,15 +72,6 @@ interface Outcome {
   proxy?: Proxy;
 }
 
-/** What a plugin such as `loop` sees of an upstream. */
-export interface UpstreamInfo {
-  addr: string;
-  kind: UpstreamKind;
-  origin: Origin;
-  quarantined: boolean;
-  /** Not down by health checks. */
-  healthy: boolean;
-}
 
 function stampOf(path: string): string {
   try {
@@ -105,7 +94,7 @@ export function specsFromFile(path: string): UpstreamSpec[] {
   }));
 }
 
-export class Forward implements Handler {
+export class Forward implements UpstreamControl {
   readonly name = 'forward';
   next: Handler | undefined;
   readonly opts: ForwardOptions;
@@ -219,9 +208,12 @@ export class Forward implements Handler {
     if (before !== after) this.log?.info(`Upstreams changed from [${before}] to [${after}]`);
   }
 
-  // --- the API a loop-detection plugin uses ---------------------------------------------------
+  // --- UpstreamControl: what a loop-detection plugin uses --------------------------------------
 
-  upstreams(): UpstreamInfo[] {
+  get upstreamZone(): string { return this.opts.from; }
+  get upstreamExceptions(): readonly string[] { return this.opts.ignored; }
+
+  upstreams(): UpstreamView[] {
     return this.proxies.map((p) => ({
       addr: p.addr, kind: p.kind, origin: p.origin, quarantined: p.quarantined, healthy: !p.down(this.opts.maxFails),
     }));
@@ -289,7 +281,7 @@ export class Forward implements Handler {
         outcome = await this.resolve(query, qEnd, proto, bufsize);
       }
       const proxy = outcome.proxy;
-      if (proxy !== undefined) req.setMetadata('forward/upstream', proxy.addr);
+      if (proxy !== undefined) req.setMetadata(UPSTREAM_USED, proxy.addr);
       if (outcome.reply === undefined) {
         throw new PluginError(SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
       }

@@ -9,7 +9,8 @@ test('a failing self-check logs CoreDNS\'s warning and counts', async () => {
   const log: PluginLogger = {
     debug() {}, info() {}, error() {},
     warning(m) { lines.push(`[WARNING] plugin/health: ${m}`); },
-    fatal(m): never { throw new Error(m); },
+    fatal(m) { throw new Error(m); },
+    debugEnabled: false,
   };
   const before = (await healthFailures.get()).values[0]?.value ?? 0;
   // Port 1 on loopback: nothing listens there.

@@ -10,7 +10,7 @@ import { nextOrFailure } from '../pkg/next.ts';
 import { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { HostsMap, lookupIn, parseHosts, parseHostIP } from './hostsfile.ts';
-import { hostsEntries, hostsReload } from './metrics.ts';
+import { hostsEntries, hostsReloadTimestamp } from './metrics.ts';
 
 const TYPE_A = 1;
 const TYPE_AAAA = 28;
@@ -69,8 +69,8 @@ export class Hostsfile {
     this.hmap = m;
     this.mtimeNs = st.mtimeNs;
     this.size = st.size;
-    hostsEntries.set(this.path, this.inline.length + m.length);
-    hostsReload.timestampSeconds = Number(st.mtimeNs) / 1e9;
+    hostsEntries.set({ hostsfile: this.path }, this.inline.length + m.length);
+    hostsReloadTimestamp.set(Number(st.mtimeNs) / 1e9);
   }
 
   lookupV4(host: string): string[] {

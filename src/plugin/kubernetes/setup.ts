@@ -1,5 +1,6 @@
 import { networkInterfaces } from 'node:os';
-import type { PluginDefinition } from '../plugin.ts';
+import type { PluginDefinition, Request } from '../plugin.ts';
+import type { Message } from '../../wire/types.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseDuration, toMillis } from '../pkg/duration.ts';
 import { Fall } from '../pkg/fall.ts';
@@ -8,7 +9,6 @@ import { ApiClient, loadKubeConfig, type ConnectionSpec } from './client.ts';
 import { Controller } from './controller.ts';
 import { Kubernetes, type KubernetesOptions } from './kubernetes.ts';
 import { parseSelector, SelectorError } from './selector.ts';
-import { upstreamLookup } from './upstream.ts';
 
 /** Go's strconv.Atoi: optional sign, decimal digits. */
 function atoi(s: string): number | undefined {
@@ -233,7 +233,7 @@ export const plugin: PluginDefinition = {
     const localIPs = () => (cachedIPs ??= bound ? [] : interfaceIPs());
     const opts: KubernetesOptions = {
       zones: allZones, primaryZoneIndex, ttl, podMode, endpointNameMode, namespaces, fall, ignoreEmptyService,
-      multiclusterZones, zonal, localIPs, upstream: upstreamLookup(c.instance, c.config),
+      multiclusterZones, zonal, localIPs, upstream: lookupThroughServer,
     };
     let started = false;
     c.onStartup(async () => {
@@ -259,3 +259,8 @@ export const plugin: PluginDefinition = {
     c.addPlugin((next) => new Kubernetes(next, opts, controller));
   },
 };
+
+/** ExternalName targets outside the cluster zones resolve through the server itself (CoreDNS's upstream package). */
+function lookupThroughServer(req: Request, name: string, qtype: number): Promise<Message | undefined> {
+  return req.lookup(name, qtype);
+}

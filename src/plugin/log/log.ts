@@ -1,9 +1,8 @@
 // log: one line per query on stdout, in a configurable format.
 
-import type { BlockConfig, Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import type { BlockConfig, Handler, HandlerResult, ResponseWriter, ServerLogger } from '../plugin.ts';
 import { PluginError, isClientErrorRcode } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-import { log } from '../../core/log.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { Recorder } from '../pkg/recorder.ts';
@@ -41,9 +40,12 @@ export class Logger implements Handler {
   private readonly rules: CompiledRule[];
   private readonly config: BlockConfig | undefined;
   private metadataOn: boolean | undefined;
+  /** The server's logger: query lines carry `[INFO] ` and no plugin prefix. */
+  private readonly out: ServerLogger;
 
-  constructor(next: Handler | undefined, rules: readonly Rule[], config?: BlockConfig) {
+  constructor(next: Handler | undefined, rules: readonly Rule[], out: ServerLogger, config?: BlockConfig) {
     this.next = next;
+    this.out = out;
     this.config = config;
     this.rules = rules.map((r) => ({
       scope: r.nameScope,
@@ -119,7 +121,7 @@ export class Logger implements Handler {
       }
       if (!ok) ok = rule.classes.has(cls);
     }
-    if (ok) log.info(rule.format.format(req, rec));
+    if (ok) this.out.info(rule.format.format(req, rec));
   }
 
   /** `log/type` and `log/class` exist only where the metadata plugin runs, as in CoreDNS. */

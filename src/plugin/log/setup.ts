@@ -56,6 +56,7 @@ export const plugin: PluginDefinition = {
       for (const r of added) rules.push({ nameScope: r.nameScope, format: compile(r.format), classes });
     }
     const config = c.config;
-    c.addPlugin((next) => new Logger(next, rules, config));
+    const out = c.instance.log;
+    c.addPlugin((next) => new Logger(next, rules, out, config));
   },
 };

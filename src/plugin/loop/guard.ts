@@ -15,7 +15,7 @@
 //     upstream is local), schedules a probe at once. It never decides alone.
 
 import dgram from 'node:dgram';
-import type { BlockConfig, Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
+import type { BlockConfig, Handler, HandlerResult, PluginLogger, Readiness, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message, EdnsOption } from '../../wire/types.ts';
 import { encodeMessage } from '../../wire/encode.ts';
@@ -32,6 +32,7 @@ import {
   canonicalIp, classifyAddress, decodeTrace, edeOption, encodeTrace, formatPath, isLocalAddress,
   localAddresses, originText, remedyFor, splitAddr, type Hop, type HopTrace, type OriginLike,
 } from '../pkg/loopguard.ts';
+import { UPSTREAM_USED, isUpstreamControl, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { fatalMessage, joinHostPort } from './loop.ts';
 
 const SERVFAIL = 2;
@@ -57,31 +58,13 @@ export const DEFAULT_GUARD_OPTIONS: GuardOptions = {
   action: 'contain', maxHops: 8, probeIntervalMs: 60_000, recheckMs: 10_000, trace: true, readiness: true, probeTimeoutMs: 2000,
 };
 
-/** What loop needs of a forward handler (forward exposes it for exactly this). */
-export interface UpstreamView {
-  addr: string;
-  kind: string;
-  origin: OriginLike;
-  quarantined: boolean;
-}
-export interface ForwardLike extends Handler {
-  upstreams(): UpstreamView[];
-  quarantine(addr: string, on: boolean): boolean;
-  readonly opts: { from: string; ignored: string[] };
-}
-
-export function isForwardLike(h: Handler): h is ForwardLike {
-  const f = h as Partial<ForwardLike>;
-  return h.name === 'forward' && typeof f.upstreams === 'function' && typeof f.quarantine === 'function' && f.opts !== undefined;
-}
-
 const detections = counter('nodens_loop_detections_total', 'Forwarding loops detected by the loop plugin.', ['zone', 'upstream'] as const);
 const quarantinedGauge = gauge('nodens_loop_quarantined_upstreams', 'Upstreams currently out of rotation because they loop.');
 /** Process-wide set of quarantines, for the gauge. */
 const allQuarantines = new Set<Quarantine>();
 
 interface Quarantine {
-  fwd: ForwardLike;
+  fwd: UpstreamControl;
   addr: string;
   zone: string;
   since: number;
@@ -90,7 +73,7 @@ interface Quarantine {
 
 interface PendingProbe {
   guard: LoopGuard;
-  fwd: ForwardLike;
+  fwd: UpstreamControl;
   up: UpstreamView;
   zone: string;
   name: string;
@@ -104,7 +87,7 @@ const pendingProbes = new Map<string, PendingProbe>();
 
 interface Detection {
   zone: string;
-  fwd: ForwardLike | undefined;
+  fwd: UpstreamControl | undefined;
   upstream: string;
   origin: OriginLike | undefined;
   path: string;
@@ -113,18 +96,18 @@ interface Detection {
   how: string;
 }
 
-export class LoopGuard implements Handler {
+export class LoopGuard implements Handler, Readiness {
   readonly name = 'loop';
   next: Handler | undefined;
   readonly opts: GuardOptions;
   readonly identity: BlockIdentity;
   private readonly config: BlockConfig;
   private readonly log: PluginLogger;
-  private forwards: ForwardLike[] = [];
+  private forwards: UpstreamControl[] = [];
   private readonly inflight = new Map<string, number>();
   private readonly quarantines = new Map<string, Quarantine>();
   private readonly lastProbe = new Map<string, number>();
-  private readonly seenUpstreams = new Map<ForwardLike, Set<string>>();
+  private readonly seenUpstreams = new Map<UpstreamControl, Set<string>>();
   private locals: Set<string> = new Set();
   private timers: NodeJS.Timeout[] = [];
   private stopped = true;
@@ -132,11 +115,11 @@ export class LoopGuard implements Handler {
   private listens: Array<{ hosts: string[]; port: number; self: boolean; key: string }> = [];
   private readonly edeMark: string;
 
-  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger) {
+  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger, secret: Uint8Array) {
     this.config = config;
     this.opts = opts;
     this.log = log;
-    this.identity = new BlockIdentity(config.keys.join(' ') + '|' + config.listenHosts.join(' '));
+    this.identity = new BlockIdentity(config.keys.join(' ') + '|' + config.listenHosts.join(' '), secret);
     this.edeMark = `nodens[${this.identity.id}]`;
   }
 
@@ -147,7 +130,7 @@ export class LoopGuard implements Handler {
     this.stopped = false;
     const hs = this.config.handlers;
     const me = hs.indexOf(this);
-    this.forwards = hs.slice(me + 1).filter(isForwardLike);
+    this.forwards = hs.slice(me + 1).filter(isUpstreamControl);
     this.locals = localAddresses();
     this.listens = blocks.map((b) => ({ hosts: b.listenHosts, port: Number(b.port), self: b === this.config, key: b.keys[0] ?? '' }));
     this.checkUpstreams(true);
@@ -173,6 +156,9 @@ export class LoopGuard implements Handler {
     quarantinedGauge.set(allQuarantines.size);
     for (const [n, p] of pendingProbes) if (p.guard === this) pendingProbes.delete(n);
   }
+
+  /** A loop anywhere in the server makes /ready of every block say `loop`. */
+  readonly readinessScope = 'server';
 
   /** ready plugin: false while a loop is unresolved (unless `readiness off`). */
   ready(): boolean {
@@ -207,26 +193,15 @@ export class LoopGuard implements Handler {
 
     this.inflight.set(key, (this.inflight.get(key) ?? 0) + 1);
     const writer = new GuardWriter(this, req, w, edns === undefined && this.opts.trace);
+    // With the trace on, the rest of the chain (forward) sees a derived query carrying the hop-trace option;
+    // the client's writer and the plugins before this one keep the query as received.
+    const onward = this.opts.trace ? req.derive({ msg: this.tagged(req, msg, trace) }) : req;
     let r: HandlerResult;
-    if (this.opts.trace) {
-      // forward encodes the query before its first await: hand it a tagged copy for that call only, so
-      // everything after (the client's writer, other plugins) sees the query as received.
-      req.msg = this.tagged(req, msg, trace);
-      try {
-        r = nextOrFailure(this.name, this.next, req, writer);
-      } catch (e) {
-        req.msg = msg;
-        this.settle(key);
-        throw e;
-      }
-      req.msg = msg;
-    } else {
-      try {
-        r = nextOrFailure(this.name, this.next, req, writer);
-      } catch (e) {
-        this.settle(key);
-        throw e;
-      }
+    try {
+      r = nextOrFailure(this.name, this.next, onward, writer);
+    } catch (e) {
+      this.settle(key);
+      throw e;
     }
     if (typeof r === 'number') {
       this.settle(key);
@@ -253,17 +228,17 @@ export class LoopGuard implements Handler {
     };
   }
 
-  private forwardFor(name: string): ForwardLike | undefined {
+  private forwardFor(name: string): UpstreamControl | undefined {
     for (const f of this.forwards) {
-      const o = f.opts;
-      if (!nameMatches(o.from, name)) continue;
-      if (name !== o.from && o.ignored.some((ig) => nameMatches(ig, name))) continue;
+      const from = f.upstreamZone;
+      if (!nameMatches(from, name)) continue;
+      if (name !== from && f.upstreamExceptions.some((ig) => nameMatches(ig, name))) continue;
       return f;
     }
     return undefined;
   }
 
-  private allQuarantined(fwd: ForwardLike): boolean {
+  private allQuarantined(fwd: UpstreamControl): boolean {
     const ups = fwd.upstreams();
     if (ups.length === 0) return false;
     for (const u of ups) if (!u.quarantined) return false;
@@ -306,14 +281,14 @@ export class LoopGuard implements Handler {
     return this.failWith(req, w, `nodens: too many forwarding hops (${trace.hops}): ${path}`);
   }
 
-  private refuseQuarantined(req: Request, w: ResponseWriter, fwd: ForwardLike): number {
+  private refuseQuarantined(req: Request, w: ResponseWriter, fwd: UpstreamControl): number {
     const ups = fwd.upstreams().map((u) => u.addr).join(', ');
-    return this.failWith(req, w, `nodens: forwarding loop: every upstream for ${fwd.opts.from} (${ups}) loops back to this server and is quarantined`);
+    return this.failWith(req, w, `nodens: forwarding loop: every upstream for ${fwd.upstreamZone} (${ups}) loops back to this server and is quarantined`);
   }
 
   /** A reply from forward carried our own loop EDE: the upstream used is part of a loop. */
   onLoopReply(req: Request, text: string): void {
-    const upstream = req.metadata('forward/upstream') ?? '';
+    const upstream = req.metadata(UPSTREAM_USED) ?? '';
     const fwd = this.forwardFor(req.name);
     const up = fwd?.upstreams().find((u) => u.addr === upstream);
     const m = /forwarding loop: (.*); from (\S+)$/.exec(text);
@@ -345,7 +320,7 @@ export class LoopGuard implements Handler {
     this.quarantine(d.fwd, d.upstream, d.zone);
   }
 
-  private quarantine(fwd: ForwardLike, addr: string, zone: string): void {
+  private quarantine(fwd: UpstreamControl, addr: string, zone: string): void {
     fwd.quarantine(addr, true);
     const q: Quarantine = { fwd, addr, zone, since: Date.now(), timer: undefined };
     q.timer = setInterval(() => {
@@ -371,17 +346,17 @@ export class LoopGuard implements Handler {
   // ---- probes ---------------------------------------------------------------------------------------
 
   /** The zone a probe for block zone `z` through `fwd` uses, or undefined when fwd never sees names of z. */
-  private probeZone(z: string, fwd: ForwardLike): string | undefined {
-    const from = fwd.opts.from;
+  private probeZone(z: string, fwd: UpstreamControl): string | undefined {
+    const from = fwd.upstreamZone;
     let zone: string | undefined;
     if (isSubdomain(z, from)) zone = z;
     else if (isSubdomain(from, z)) zone = from;
     if (zone === undefined) return undefined;
-    if (fwd.opts.ignored.some((ig) => isSubdomain(zone!, ig))) return undefined;
+    if (fwd.upstreamExceptions.some((ig) => isSubdomain(zone!, ig))) return undefined;
     return zone;
   }
 
-  private probeAll(reason: string, only?: (f: ForwardLike, u: UpstreamView) => boolean): void {
+  private probeAll(reason: string, only?: (f: UpstreamControl, u: UpstreamView) => boolean): void {
     for (const fwd of this.forwards) {
       for (const up of fwd.upstreams()) {
         if (only !== undefined && !only(fwd, up)) continue;
@@ -395,7 +370,7 @@ export class LoopGuard implements Handler {
   }
 
   /** Send one probe through `up` (plain DNS over UDP, to that upstream alone). */
-  probe(fwd: ForwardLike, up: UpstreamView, zone: string, reason: string): void {
+  probe(fwd: UpstreamControl, up: UpstreamView, zone: string, reason: string): void {
     if (this.stopped || up.kind !== 'dns') return;
     const hp = splitAddr(up.addr);
     if (hp === undefined) return;
@@ -483,7 +458,7 @@ export class LoopGuard implements Handler {
   }
 
   /** A query identical to one in flight arrived: if it comes from where that upstream would send it, probe now. */
-  private trigger(req: Request, fwd: ForwardLike): void {
+  private trigger(req: Request, fwd: UpstreamControl): void {
     const src = canonicalIp(req.remoteAddress);
     const srcLocal = isLocalAddress(src, this.locals);
     this.probeAll('trigger', (f, u) => {
@@ -522,13 +497,13 @@ export class LoopGuard implements Handler {
     }
   }
 
-  private selfCheck(fwd: ForwardLike, u: UpstreamView): void {
+  private selfCheck(fwd: UpstreamControl, u: UpstreamView): void {
     const hp = splitAddr(u.addr);
     if (hp === undefined) return;
     const host = canonicalIp(hp.host);
     const cls = classifyAddress(host);
     const local = isLocalAddress(host, this.locals);
-    const zone = fwd.opts.from;
+    const zone = fwd.upstreamZone;
     const from = originText(u.origin);
     // This block first: for names of its zone the listener routes to it before any other block.
     const order = [...this.listens.filter((l) => l.self), ...this.listens.filter((l) => !l.self)];

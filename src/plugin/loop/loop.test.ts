@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { plugin } from './setup.ts';
 import { Loop, fatalMessage, probeQname } from './loop.ts';
 import { runSetup, setupError, makeRequest, CaptureWriter, StubHandler } from '../pkg/testing.ts';
-import { BlockIdentity, decodeTrace, encodeTrace, classifyAddress, canonicalIp, splitAddr } from '../pkg/loopguard.ts';
+import { BlockIdentity, decodeTrace, encodeTrace, classifyAddress, canonicalIp, serverSecret, splitAddr } from '../pkg/loopguard.ts';
 
 const next = new StubHandler('forward', () => 0);
 
@@ -42,8 +42,9 @@ test('fatal message matches CoreDNS', () => {
 });
 
 test('loopguard: probe names are claimed only by the block that made them; traces round-trip', () => {
-  const a = new BlockIdentity('dns://.:53|');
-  const b = new BlockIdentity('dns://.:5300|');
+  const secret = serverSecret();
+  const a = new BlockIdentity('dns://.:53|', secret);
+  const b = new BlockIdentity('dns://.:5300|', secret);
   const n = a.probeName('cluster.local.');
   assert.match(n, /^\d+\.\d+\.cluster\.local\.$/);
   assert.ok(a.isProbe(n));

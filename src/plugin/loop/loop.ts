@@ -16,7 +16,7 @@ import { RRType, RRClass } from '../../wire/constants.ts';
 import { randomLabel } from '../pkg/loopguard.ts';
 import { goQuote } from '../../corefile/address.ts';
 // Request metadata forward honours: a probe must be forwarded on every lap, never coalesced.
-import { NO_COALESCE } from '../forward/forward.ts';
+import { NO_COALESCE } from '../pkg/upstreams.ts';
 
 
 const HINFO = RRType.HINFO;
@@ -67,6 +67,8 @@ export class Loop implements Handler {
     if (this.i > 2) {
       const remote = joinHostPort(req.remoteAddress, String(req.remotePort));
       this.log?.fatal(fatalMessage(remote, this.addr, this.zone, this.qname));
+      // Reached only when the server's fatal handler did not end the process (an embedded server stopping).
+      return 2; // SERVFAIL
     }
     return nextOrFailure(this.name, this.next, req, w);
   }

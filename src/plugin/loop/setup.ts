@@ -1,10 +1,11 @@
 // `loop` alone: CoreDNS's plugin, exactly. `loop { ... }`: nodens's loop guard
 // (runtime detection, containment, diagnosis) — see README.md.
 
-import type { PluginDefinition, Readiness, SetupContext } from '../plugin.ts';
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { parseDuration, toMillis } from '../pkg/duration.ts';
 import { Loop, joinHostPort } from './loop.ts';
 import { DEFAULT_GUARD_OPTIONS, LoopGuard, type GuardOptions } from './guard.ts';
+import { serverSecret } from '../pkg/loopguard.ts';
 
 const ERR_ONCE = 'plugin/loop: this plugin can only be used once per Server Block';
 
@@ -76,12 +77,6 @@ export function parseLoop(c: SetupContext): ParsedLoop {
   return { guard };
 }
 
-/** One readiness reporter per instance, over every guard of every block. */
-class GuardsReadiness implements Readiness {
-  readonly guards: LoopGuard[] = [];
-  ready(): boolean { return this.guards.every((g) => g.ready()); }
-}
-
 export const plugin: PluginDefinition = {
   name: 'loop',
   setup(c) {
@@ -99,14 +94,8 @@ export const plugin: PluginDefinition = {
       c.onShutdown(() => { stopped = true; });
       return;
     }
-    const g = new LoopGuard(cfg, guard, c.log);
+    const g = new LoopGuard(cfg, guard, c.log, c.instance.lineage.store('loop/secret', serverSecret));
     c.addPlugin((next) => { g.next = next; return g; });
-    const readiness = c.instance.shared('loop/readiness', () => {
-      const r = new GuardsReadiness();
-      c.instance.registerReadiness('loop', r);
-      return r;
-    });
-    readiness.guards.push(g);
     c.onInstanceStartup(() => { g.start(c.instance.blockConfigs()); });
     c.onShutdown(() => { g.stop(); });
   },

@@ -23,9 +23,8 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { InstanceServices, SetupContext } from '../plugin.ts';
+import type { InstanceServices, ServerLogger, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
-import { log } from '../../core/log.ts';
 
 export type RouteHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -101,8 +100,11 @@ class Listener {
   lingering = new Set<string>();
   closed = false;
 
-  constructor(addr: string) {
+  private readonly log: ServerLogger;
+
+  constructor(addr: string, log: ServerLogger) {
     this.addr = addr;
+    this.log = log;
     this.server = http.createServer((req, res) => { this.dispatch(req, res); });
     this.server.requestTimeout = TIMEOUT_MS;
     this.server.headersTimeout = TIMEOUT_MS;
@@ -148,7 +150,7 @@ class Listener {
         resolve();
       });
     });
-    this.server.on('error', (e) => { log.error(`http server ${this.addr}: ${e.message}`); });
+    this.server.on('error', (e) => { this.log.error(`http server ${this.addr}: ${e.message}`); });
   }
 
   /** Stop accepting, let requests in flight finish (at most 5 s, as Go's Shutdown timeout). */
@@ -196,18 +198,8 @@ class Pool {
   current: HttpSite | undefined;
 }
 
-const pools = new WeakMap<object, Pool>();
-const standalonePool = new Pool();
-
 function poolFor(instance: InstanceServices): Pool {
-  const key = instance.reloadControl;
-  if (key === undefined) return standalonePool;
-  let p = pools.get(key);
-  if (p === undefined) {
-    p = new Pool();
-    pools.set(key, p);
-  }
-  return p;
+  return instance.lineage.store('http/pool', () => new Pool());
 }
 
 interface Mount {
@@ -225,8 +217,11 @@ export class HttpSite {
   /** A reload away from this instance is under way (restart hook ran, no restart-failed since). */
   private leaving = false;
 
-  constructor(pool: Pool) {
+  private readonly log: ServerLogger;
+
+  constructor(pool: Pool, log: ServerLogger) {
     this.pool = pool;
+    this.log = log;
   }
 
   /** Ask for `path` on `addr` (host:port as written in the Corefile). Call during setup. */
@@ -258,14 +253,14 @@ export class HttpSite {
     for (const [addr, routes] of this.wanted) {
       let l = pool.listeners.get(addr);
       if (l === undefined || l.closed) {
-        l = new Listener(addr);
+        l = new Listener(addr, this.log);
         try {
           await l.listen();
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           const policies = new Set([...routes.values()].map((m) => m.policy));
           if (policies.has('fail')) throw new Error(msg);
-          if (policies.has('log-metrics')) log.error(`Failed to start metrics handler: ${msg}`);
+          if (policies.has('log-metrics')) this.log.error(`Failed to start metrics handler: ${msg}`);
           continue;
         }
         pool.listeners.set(addr, l);
@@ -361,7 +356,7 @@ export function httpSite(c: SetupContext): HttpSite {
   let created = false;
   const site = c.instance.shared(SITE_KEY, () => {
     created = true;
-    return new HttpSite(poolFor(c.instance));
+    return new HttpSite(poolFor(c.instance), c.instance.log);
   });
   if (created) {
     c.onStartup(() => site.activate());

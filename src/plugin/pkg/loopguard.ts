@@ -14,6 +14,7 @@ import cluster from 'node:cluster';
 import { createHmac, randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { EdnsOption } from '../../wire/types.ts';
+import type { UpstreamOrigin } from './upstreams.ts';
 
 /** EDNS0 option code of the hop trace (RFC 6891 local/experimental range 65001–65534). */
 export const HOP_TRACE_OPTION = 65433;
@@ -29,30 +30,34 @@ export const LOOP_EDE_CODE = 22;
 /** CPU string of the HINFO answer a block gives to its own probe when it comes back. */
 export const PROBE_MARKER = 'nodens-loop-probe';
 
-const ENV_SECRET = 'NODENS_LOOP_SECRET';
+/**
+ * The environment variable through which `nodens -workers N` hands its workers
+ * the loop secret of the server they serve together (set by the primary when it
+ * forks them; read only in a cluster worker, never written by this module).
+ */
+export const LOOP_SECRET_ENV = 'NODENS_LOOP_SECRET';
 
-function processSecret(): Buffer {
-  const inherited = process.env[ENV_SECRET];
+/**
+ * A new secret for one server (a lineage), or in a `-workers` child the one its
+ * primary made: every worker of a server then recognises the server's probes
+ * and hop nonces, and two servers in one process never share an identity.
+ */
+export function serverSecret(): Buffer {
+  const inherited = process.env[LOOP_SECRET_ENV];
   if (cluster.isWorker && inherited !== undefined && /^[0-9a-f]{64}$/.test(inherited)) return Buffer.from(inherited, 'hex');
-  // A primary (or a single process) always makes its own: a value inherited from an unrelated parent
-  // (e.g. a test runner that itself loaded this module) must never make two servers share an identity.
-  const s = randomBytes(32);
-  if (cluster.isPrimary) process.env[ENV_SECRET] = s.toString('hex');
-  return s;
+  return randomBytes(32);
 }
 
-const SECRET = processSecret();
-
-function mac(...parts: string[]): Buffer {
-  const h = createHmac('sha256', SECRET);
+function mac(secret: Uint8Array, ...parts: string[]): Buffer {
+  const h = createHmac('sha256', secret);
   for (const p of parts) h.update(p).update('\0');
   return h.digest();
 }
 
 const TWO62 = 1n << 62n;
 
-function macNumber(...parts: string[]): string {
-  return (mac(...parts).readBigUInt64BE(0) % TWO62).toString();
+function macNumber(secret: Uint8Array, ...parts: string[]): string {
+  return (mac(secret, ...parts).readBigUInt64BE(0) % TWO62).toString();
 }
 
 /** A uniformly random integer in [0, 2^62), decimal (CoreDNS's probe label). */
@@ -67,17 +72,20 @@ export class BlockIdentity {
   readonly nonce: Uint8Array;
   /** The nonce in hex: names this block in EDE texts and logs. */
   readonly id: string;
+  private readonly secret: Uint8Array;
 
-  constructor(key: string) {
+  /** `secret`: the server's (serverSecret()), shared by all its blocks and workers. */
+  constructor(key: string, secret: Uint8Array) {
     this.key = key;
-    this.nonce = mac('nonce', key).subarray(0, NONCE_LEN);
+    this.secret = secret;
+    this.nonce = mac(secret, 'nonce', key).subarray(0, NONCE_LEN);
     this.id = Buffer.from(this.nonce).toString('hex');
   }
 
   /** A fresh probe name below `zone` (lower-case FQDN) that only this block recognises. */
   probeName(zone: string): string {
     const r1 = randomLabel();
-    const r2 = macNumber('probe', this.key, r1, zone);
+    const r2 = macNumber(this.secret, 'probe', this.key, r1, zone);
     return zone === '.' ? `${r1}.${r2}.` : `${r1}.${r2}.${zone}`;
   }
 
@@ -93,7 +101,7 @@ export class BlockIdentity {
     const r2 = name.slice(d1 + 1, d2);
     if (!/^[0-9]+$/.test(r1) || !/^[0-9]+$/.test(r2)) return false;
     const zone = d2 + 1 >= name.length ? '.' : name.slice(d2 + 1);
-    return macNumber('probe', this.key, r1, zone) === r2;
+    return macNumber(this.secret, 'probe', this.key, r1, zone) === r2;
   }
 
   hasNonce(n: Uint8Array): boolean {
@@ -291,11 +299,8 @@ export function splitAddr(addr: string): { host: string; port: number } | undefi
 
 // ---- explanations --------------------------------------------------------------------------------
 
-export interface OriginLike {
-  file: string;
-  line: number;
-  source: 'corefile' | 'resolvconf';
-}
+/** Where an upstream came from (the same shape as the upstream capability's origin). */
+export type OriginLike = UpstreamOrigin;
 
 export function originText(o: OriginLike | undefined): string {
   if (o === undefined) return 'unknown origin';

@@ -1,15 +1,15 @@
-// Helpers for plugin unit tests: run a setup against a Corefile snippet, build
-// requests by hand, record what a handler writes, capture log lines.
-// Not used at run time.
+// Helpers for plugin unit tests: run a plugin's setup through the real server
+// core (the same Instance, setup context, lifecycle hooks and logger a running
+// server uses, without opening sockets), build requests by hand, record what a
+// handler writes, capture log lines. Not used at run time.
 
-import { parseCorefile } from '../../corefile/parser.ts';
-import { Dispenser } from '../../corefile/dispenser.ts';
+import { Instance } from '../../core/instance.ts';
+import { PluginRegistry } from '../../core/registry.ts';
 import { COREDNS_DIRECTIVES } from '../../core/directives.ts';
-import { pluginLogger, setLogSink } from '../../core/log.ts';
+import { setLogSink } from '../../core/log.ts';
 import { Request, type Transport } from '../../core/request.ts';
-import { parseKey } from '../../corefile/address.ts';
 import type {
-  BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter, SetupContext,
+  BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter,
 } from '../plugin.ts';
 import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -17,81 +17,71 @@ import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery } from '../../wire/message.ts';
 
 export interface SetupResult {
-  factories: PluginFactory[];
+  /** The instance the setup ran in (blocks, lineage store, logger). */
+  instance: Instance;
+  /** The handler factories the plugin added to the first block. */
+  factories: readonly PluginFactory[];
+  /** The first block's configuration. */
   config: BlockConfig;
-  hooks: { startup: LifecycleHook[]; shutdown: LifecycleHook[]; finalShutdown: LifecycleHook[] };
+  /** The lifecycle hooks the setup registered. */
+  hooks: {
+    startup: readonly LifecycleHook[];
+    shutdown: readonly LifecycleHook[];
+    finalShutdown: readonly LifecycleHook[];
+    instanceStartup: readonly LifecycleHook[];
+  };
   /** The handler chain built from the factories, ending in `last` (if given). */
   chain(last?: Handler): Handler;
+  /** Run the startup hooks (as the server does before opening its sockets). */
+  start(): Promise<void>;
+  /** Run the shutdown and final-shutdown hooks; returns their errors. */
+  stop(): Promise<Error[]>;
+  /** Turn [DEBUG] lines on or off (what the debug plugin does for a running server). */
+  setDebug(on: boolean): void;
 }
 
 /**
- * Parse `corefile` (one server block), and run `def.setup` on the tokens of its
- * directive the way the core does. Throws the setup's error prefixed with
- * `plugin/<name>: `, like the core.
+ * Parse `corefile` and run `def.setup` for every block in which its directive
+ * appears, exactly as the server core does at start (same setup context, same
+ * error prefix `plugin/<name>: `, same file:line in parse errors). Other
+ * directives in the Corefile are accepted and ignored. No socket is opened and
+ * no hook runs until the test asks (`start()`, `stop()`).
  */
 export async function runSetup(def: PluginDefinition, corefile: string): Promise<SetupResult> {
-  const blocks = parseCorefile(corefile, 'Corefile', { isDirective: (n) => COREDNS_DIRECTIVES.includes(n) });
-  const sb = blocks[0];
-  const addrs = sb.keys.flatMap((k) => parseKey(k.text, '53'));
-  const config: BlockConfig = {
-    zones: addrs.map((a) => a.zone),
-    keys: addrs.map((a) => `${a.transport}://${a.zone}:${a.port}`),
-    port: addrs[0]?.port ?? '53',
-    transport: addrs[0]?.transport ?? 'dns',
-    listenHosts: [''],
-    debug: false,
-    stacktrace: false,
-    pluginNames: [],
-    handlers: [],
-    file: 'Corefile',
-    line: sb.keys[0]?.line ?? 0,
-  };
-  const factories: PluginFactory[] = [];
-  const hooks = { startup: [] as LifecycleHook[], shutdown: [] as LifecycleHook[], finalShutdown: [] as LifecycleHook[] };
-  const tokens = sb.tokens.get(def.name) ?? [];
-  const shared = new Map<string, unknown>();
-  const ctx: SetupContext = {
-    dispenser: new Dispenser(tokens),
-    config,
-    instance: {
-      registerReadiness() { /* not needed */ },
-      readinessReporters: () => new Map(),
-      shared<T>(key: string, create: () => T): T {
-        if (!shared.has(key)) shared.set(key, create());
-        return shared.get(key) as T;
-      },
-      corefilePath: 'Corefile',
-      serverBlocks: blocks,
-      blockConfigs: () => [config],
-      observeServing() { /* no listeners in unit tests */ },
-      reloadControl: undefined,
-    },
-    log: pluginLogger(def.name),
-    addPlugin(f) { factories.push(f); },
-    onStartup(fn) { hooks.startup.push(fn); },
-    onShutdown(fn) { hooks.shutdown.push(fn); },
-    onFinalShutdown(fn) { hooks.finalShutdown.push(fn); },
-    onRestart() { /* unused */ },
-    onRestartFailed() { /* unused */ },
-    onInstanceStartup() { /* unused */ },
-  };
-  try {
-    await def.setup(ctx);
-  } catch (e) {
-    const msg = e instanceof Error ? e.message : String(e);
-    const prefix = `plugin/${def.name}: `;
-    throw new Error(msg.startsWith(prefix) ? msg : prefix + msg);
+  const registry = new PluginRegistry();
+  registry.register(def);
+  for (const name of COREDNS_DIRECTIVES) {
+    if (name !== def.name) registry.register({ name, setup() { /* ignored in a plugin's unit test */ } });
   }
+  const instance = await Instance.create({ corefile, file: 'Corefile', defaultPort: '53', registry });
+  const config = instance.blockConfigs()[0]!;
+  const factories = instance.factoriesOf(0);
   return {
+    instance,
     factories,
     config,
-    hooks,
+    hooks: {
+      startup: instance.hookList('startup'),
+      shutdown: instance.hookList('shutdown'),
+      finalShutdown: instance.hookList('finalShutdown'),
+      instanceStartup: instance.hookList('instanceStartup'),
+    },
     chain(last?: Handler): Handler {
       let next: Handler | undefined = last;
-      for (let i = factories.length - 1; i >= 0; i--) next = factories[i](next);
+      for (let i = factories.length - 1; i >= 0; i--) next = factories[i]!(next);
       if (next === undefined) throw new Error('no handler');
       return next;
     },
+    async start() {
+      const errors = await instance.runHooks('startup');
+      if (errors.length > 0) throw errors[0];
+    },
+    async stop() {
+      const errors = await instance.runHooks('shutdown');
+      errors.push(...await instance.runHooks('finalShutdown'));
+      return errors;
+    },
+    setDebug(on: boolean) { instance.log.debugEnabled = on; },
   };
 }
 

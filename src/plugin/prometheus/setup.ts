@@ -4,29 +4,19 @@
 // metrics below and Go-style process_* metrics) on ADDRESS, default
 // localhost:9153, and records every query of its block (handler.ts).
 
-import type { InstanceServices, PluginDefinition } from '../plugin.ts';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { ServeChannels, type DroppedEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition } from '../plugin.ts';
 import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
-import { gauge, metricsContentType, metricsText } from '../pkg/metrics.ts';
+import { metricsContentType, metricsText } from '../pkg/metrics.ts';
 import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
-import { hostsEntries, hostsReload } from '../hosts/metrics.ts';
 import { Metrics } from './handler.ts';
 import { buildInfo, panics, pluginEnabled, reportDropped } from './vars.ts';
 import './process.ts';
 
 export const DEFAULT_ADDR = 'localhost:9153';
 
-// Values other plugins keep for the prometheus plugin to expose.
-const hostsEntriesGauge = gauge('coredns_hosts_entries', 'The combined number of entries in hosts and Corefile.', ['hostsfile']);
-const hostsReloadGauge = gauge('coredns_hosts_reload_timestamp_seconds', 'The timestamp of the last reload of hosts file.');
-
-function refreshForeign(): void {
-  for (const [file, n] of hostsEntries) hostsEntriesGauge.set({ hostsfile: file }, n);
-  hostsReloadGauge.set(hostsReload.timestampSeconds);
-}
-
 async function serveMetrics(res: import('node:http').ServerResponse): Promise<void> {
-  refreshForeign();
   let text: string;
   try {
     text = await metricsText();
@@ -80,6 +70,38 @@ function setPluginEnabled(inst: InstanceServices): void {
   }
 }
 
+/**
+ * Counts what the server core reports on its diagnostics channels, for this
+ * server only. One per server lineage, held by every instance that has
+ * prometheus: during a reload the new instance holds it before the old one lets go.
+ */
+class ServeObserver {
+  private readonly lineage: Lineage;
+  private holders = 0;
+  constructor(lineage: Lineage) { this.lineage = lineage; }
+
+  private readonly onDropped = (m: unknown): void => {
+    const ev = m as DroppedEvent;
+    if (ev.lineage === this.lineage) reportDropped(ev.req, ev.rcode, ev.replySize);
+  };
+
+  private readonly onPanic = (m: unknown): void => {
+    if ((m as PanicEvent).lineage === this.lineage) panics.inc();
+  };
+
+  hold(): void {
+    if (this.holders++ > 0) return;
+    subscribe(ServeChannels.dropped, this.onDropped);
+    subscribe(ServeChannels.panic, this.onPanic);
+  }
+
+  release(): void {
+    if (--this.holders > 0) return;
+    unsubscribe(ServeChannels.dropped, this.onDropped);
+    unsubscribe(ServeChannels.panic, this.onPanic);
+  }
+}
+
 export const plugin: PluginDefinition = {
   name: 'prometheus',
   setup(c) {
@@ -121,12 +143,17 @@ export const plugin: PluginDefinition = {
     c.instance.shared('prometheus/instance', () => { first = true; return true; });
     if (first) {
       const inst = c.instance;
+      const observer = inst.lineage.store('prometheus/observer', () => new ServeObserver(inst.lineage));
+      let held = false;
       c.onStartup(() => {
-        inst.observeServing({ onPanic: () => { panics.inc(); }, onDropped: reportDropped });
+        observer.hold();
+        held = true;
         setPluginEnabled(inst);
       });
       c.onRestartFailed(() => { setPluginEnabled(inst); });
       c.onShutdown(() => {
+        if (held) observer.release();
+        held = false;
         // Replaced by a configuration without prometheus: its series go.
         if (enabledBy === inst) {
           pluginEnabled.reset();

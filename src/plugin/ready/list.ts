@@ -14,20 +14,26 @@ export class ReadyList {
   /** `monitor continuously`: ask every plugin on every request. */
   keepReadiness = false;
   shuttingDown = false;
-  private readonly rs = new Map<string, Readiness | null>();
+  /** Reporters by plugin name; several handlers of one plugin (one per block) report as one name. null: said ready. */
+  private readonly rs = new Map<string, Readiness[] | null>();
 
   add(name: string, r: Readiness): void {
-    this.rs.set(name, r);
+    const list = this.rs.get(name);
+    if (list === undefined || list === null) this.rs.set(name, [r]);
+    else if (!list.includes(r)) list.push(r);
   }
+
+  /** Forget every reporter (a new configuration is collecting its own). */
+  clear(): void { this.rs.clear(); }
 
   check(): ReadyResult {
     if (this.shuttingDown) return { ready: false, notReady: '', shuttingDown: true };
     const not: string[] = [];
-    for (const [name, r] of this.rs) {
-      if (r === null) continue;
+    for (const [name, rs] of this.rs) {
+      if (rs === null) continue;
       let ok: boolean;
       try {
-        ok = r.ready();
+        ok = rs.every((r) => r.ready());
       } catch {
         ok = false;
       }

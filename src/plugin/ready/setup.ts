@@ -4,20 +4,11 @@
 // blocks that contain `ready`) says so, else 503 with the sorted names of those
 // that do not; 503 `Shutting down` once shutdown began.
 
-import type { Handler, InstanceServices, PluginDefinition, Readiness } from '../plugin.ts';
+import { isReadiness, type PluginDefinition } from '../plugin.ts';
 import { httpSite, addressArgument } from '../pkg/httpserver.ts';
 import { ReadyList } from './list.ts';
 
 export const DEFAULT_ADDR = ':8181';
-
-function isReadiness(h: unknown): h is Readiness {
-  return typeof (h as Partial<Readiness>).ready === 'function';
-}
-
-/** Readiness reporters registered through InstanceServices.registerReadiness. */
-function registered(inst: InstanceServices): Iterable<[string, Readiness]> {
-  return inst.readinessReporters();
-}
 
 export const plugin: PluginDefinition = {
   name: 'ready',
@@ -70,9 +61,13 @@ export const plugin: PluginDefinition = {
 
     const config = c.config;
     const inst = c.instance;
+    // The handlers of this block that can report (CoreDNS), and those of any block that report for the whole server.
     const collect = (): void => {
-      for (const h of config.handlers as Handler[]) if (isReadiness(h)) list.add(h.name, h);
-      for (const [name, r] of registered(inst)) list.add(name, r);
+      for (const b of inst.blockConfigs()) {
+        for (const h of b.handlers) {
+          if (isReadiness(h) && (b === config || h.readinessScope === 'server')) list.add(h.name, h);
+        }
+      }
     };
     c.onStartup(collect);
     c.onRestartFailed(() => { list.shuttingDown = false; collect(); });

@@ -25,25 +25,15 @@ const UNUSED = 0;
 const MAYBE_USED = 1;
 const USED = 2;
 
-/** Process-wide settings of one server lineage (CoreDNS keeps them in a package variable). */
+/** Settings of one server across its reloads (CoreDNS keeps them in a package variable). */
 interface LineageState {
   intervalNs: bigint;
   usage: number;
   quit: boolean;
 }
 
-const states = new WeakMap<object, LineageState>();
-const standalone: LineageState = { intervalNs: DEFAULT_INTERVAL, usage: UNUSED, quit: false };
-
 function stateFor(inst: InstanceServices): LineageState {
-  const key = inst.reloadControl;
-  if (key === undefined) return standalone;
-  let s = states.get(key);
-  if (s === undefined) {
-    s = { intervalNs: DEFAULT_INTERVAL, usage: UNUSED, quit: false };
-    states.set(key, s);
-  }
-  return s;
+  return inst.lineage.store('reload/state', () => ({ intervalNs: DEFAULT_INTERVAL, usage: UNUSED, quit: false }));
 }
 
 /**

@@ -1,0 +1,105 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Request, MAX_LOOKUP_DEPTH, type SubQueryRouter } from './request.ts';
+import { newQuery } from '../wire/message.ts';
+import { encodeMessage } from '../wire/encode.ts';
+import { decodeMessage } from '../wire/decode.ts';
+import type { Message } from '../wire/types.ts';
+
+function request(name: string, type = 1, router?: SubQueryRouter): Request {
+  const q = newQuery(name, type);
+  q.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [{ code: 10, data: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) }] };
+  const wire = encodeMessage(q);
+  return new Request(decodeMessage(wire), wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n, router);
+}
+
+test('derive: a new name is lower-cased afresh, even when it has the length of the old one', () => {
+  const r = request('AAAA.example.org.');
+  assert.equal(r.name, 'aaaa.example.org.');
+  const d = r.derive({ name: 'BBBB.example.org.' });
+  assert.equal(d.name, 'bbbb.example.org.');
+  assert.equal(d.qname, 'BBBB.example.org.');
+  // The original is untouched.
+  assert.equal(r.name, 'aaaa.example.org.');
+  assert.equal(r.msg.question[0]!.name, 'AAAA.example.org.');
+});
+
+test('derive: type, class and transport; size follows the transport', () => {
+  const r = request('a.example.');
+  const d = r.derive({ type: 28, class: 3, proto: 'tcp' });
+  assert.deepEqual([d.qtype, d.qclass, d.proto, d.size], [28, 3, 'tcp', 65535]);
+  assert.deepEqual([r.qtype, r.qclass, r.proto, r.size], [1, 1, 'udp', 1232]);
+  assert.equal(d.remoteAddress, '192.0.2.1');
+  assert.equal(d.server, 'dns://:53');
+});
+
+test('derive: the wire form is the client\'s bytes until the message changes, then the new message encoded', () => {
+  const r = request('a.example.');
+  assert.equal(r.derive({ proto: 'tcp' }).wire, r.wire);
+  const d = r.derive({ msg: { ...r.msg, ad: true } });
+  assert.notEqual(d.wire, r.wire);
+  assert.equal(decodeMessage(d.wire).ad, true);
+  const renamed = r.derive({ name: 'longer-name.example.' });
+  assert.equal(decodeMessage(renamed.wire).question[0]!.name, 'longer-name.example.');
+  assert.equal(renamed.length, renamed.wire.length);
+  assert.notEqual(renamed.questionEnd, r.questionEnd);
+});
+
+test('derive: metadata, Extended DNS Errors and the plugin at work are shared with the original', () => {
+  const r = request('a.example.');
+  const d = r.derive({ name: 'b.example.' });
+  d.setMetadata('test/label', 'x');
+  d.addExtendedError({ code: 15, data: new Uint8Array([0, 22]) });
+  d.plugin = 'forward';
+  assert.equal(r.metadata('test/label'), 'x');
+  assert.equal(r.extendedErrors?.length, 1);
+  assert.equal(r.plugin, 'forward');
+  r.setMetadata('test/lazy', () => 'computed');
+  assert.equal(d.metadata('test/lazy'), 'computed');
+  assert.deepEqual(d.metadataLabels(), ['test/label', 'test/lazy']);
+  // A derivation of a derivation still shares.
+  d.derive({ type: 28 }).setMetadata('test/deep', 'y');
+  assert.equal(r.metadata('test/deep'), 'y');
+});
+
+test('lookup: without a running server it rejects with CoreDNS\'s text', async () => {
+  await assert.rejects(request('a.example.').lookup('b.example.', 1), /no full server is running/);
+});
+
+test('lookup: a copy of the query (flags, EDNS options) with the new question, its own context', async () => {
+  let seen: Request | undefined;
+  const router: SubQueryRouter = {
+    exchange(req) {
+      seen = req;
+      const m: Message = { ...req.msg, qr: true, answer: [] };
+      return Promise.resolve(m);
+    },
+  };
+  const r = request('a.example.', 1, router);
+  r.setMetadata('test/label', 'outer');
+  const reply = await r.lookup('target.example', 28);
+  assert.ok(seen !== undefined);
+  assert.deepEqual(seen.msg.question, [{ name: 'target.example.', type: 28, class: 1 }]);
+  assert.equal(seen.msg.id, r.msg.id);
+  assert.equal(seen.msg.rd, r.msg.rd);
+  assert.deepEqual(seen.msg.edns, r.msg.edns);
+  assert.notEqual(seen.msg.edns, r.msg.edns); // a copy, not the same object
+  assert.equal(seen.remoteAddress, '192.0.2.1');
+  // CoreDNS collects metadata afresh for a sub-query.
+  assert.equal(seen.metadata('test/label'), undefined);
+  seen.setMetadata('test/inner', '1');
+  assert.equal(r.metadata('test/inner'), undefined);
+  assert.equal(reply?.question[0]!.name, 'target.example.');
+});
+
+test('lookup: nesting is bounded (a CNAME that leads back to itself cannot recurse for ever)', async () => {
+  let calls = 0;
+  const router: SubQueryRouter = {
+    exchange(req) {
+      calls++;
+      return req.lookup(req.name, req.qtype);
+    },
+  };
+  await assert.rejects(request('loop.example.', 1, router).lookup('loop.example.', 1), /nested more than 8 deep/);
+  assert.equal(calls, MAX_LOOKUP_DEPTH);
+});

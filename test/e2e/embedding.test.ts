@@ -1,0 +1,124 @@
+// The contracts a plugin and an embedding application rely on, through real
+// sockets: internal sub-queries (req.lookup) routed through the server's own
+// zones, two servers in one process that do not see each other's logs or
+// identities, and a [FATAL] line that stops an embedded server without ending
+// the host process.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, wire, type ExternalPlugin, type Handler, type Request, type ResponseWriter } from '../../src/index.ts';
+import { exchange } from '../helpers/client.ts';
+import { freePort } from '../helpers/server.ts';
+
+/** An external plugin that answers `<x>.via.test.` with what req.lookup gives for the name after `via`. */
+function lookupPlugin(): ExternalPlugin {
+  return {
+    after: 'hosts',
+    plugin: {
+      name: 'lookuptest',
+      setup(c) {
+        c.addPlugin((next): Handler => ({
+          name: 'lookuptest',
+          async serveDNS(req: Request, w: ResponseWriter): Promise<number> {
+            const name = req.name;
+            if (!name.endsWith('.via.test.')) {
+              if (next === undefined) return 5; // REFUSED, written by the server
+              return next.serveDNS(req, w);
+            }
+            const target = name.slice(0, -'.via.test.'.length) + '.';
+            let sub: wire.Message | undefined;
+            try {
+              sub = await req.lookup(target, req.qtype);
+            } catch {
+              return 2; // SERVFAIL
+            }
+            const reply = wire.replyTo(req.msg);
+            reply.rcode = sub?.rcode ?? 2;
+            reply.answer = sub?.answer ?? [];
+            w.writeMsg(reply);
+            return reply.rcode;
+          },
+        }));
+      },
+    },
+  };
+}
+
+async function ask(port: number, name: string, type = 1): Promise<wire.Message> {
+  return wire.decodeMessage(await exchange(port, wire.encodeMessage(wire.newQuery(name, type))));
+}
+
+test('req.lookup routes through the listener\'s zones: longest zone, root as last resort, REFUSED when nothing matches', async () => {
+  const lines: string[] = [];
+  const srv = await startServer({
+    corefile: `
+.:0 {
+    lookuptest
+}
+example.org:0 {
+    hosts {
+        10.0.0.1 target.example.org
+    }
+}
+sub.example.org:0 {
+    hosts {
+        10.0.0.2 target.sub.example.org
+    }
+}
+`,
+    plugins: [lookupPlugin()],
+    log: { sink: (l) => { lines.push(l); } },
+  });
+  try {
+    const a = await ask(srv.port, 'target.example.org.via.test.');
+    assert.equal(a.rcode, 0);
+    assert.deepEqual(a.answer.map((r) => [r.name, r.data]), [['target.example.org.', { address: '10.0.0.1' }]]);
+    const b = await ask(srv.port, 'target.sub.example.org.via.test.');
+    assert.deepEqual(b.answer.map((r) => r.data), [{ address: '10.0.0.2' }]);
+    // Not in any zone but `.`: the root block's chain answers (lookuptest passes on, nothing after it: REFUSED).
+    const c = await ask(srv.port, 'elsewhere.example.net.via.test.');
+    assert.equal(c.rcode, 5);
+    assert.deepEqual(c.answer, []);
+    // A name that looks itself up: nested lookups stop at the bound and the plugin answers SERVFAIL.
+    const d = await ask(srv.port, 'x.via.test.via.test.via.test.via.test.via.test.via.test.via.test.via.test.via.test.via.test.');
+    assert.equal(d.rcode, 2);
+    assert.deepEqual(lines, []);
+  } finally {
+    await srv.stop();
+  }
+});
+
+test('two embedded servers keep their logs apart', async () => {
+  const linesA: string[] = [];
+  const linesB: string[] = [];
+  const a = await startServer({ corefile: '.:0 {\n log . "A {name}"\n whoami\n}\n', log: { sink: (l) => { linesA.push(l); } } });
+  const b = await startServer({ corefile: '.:0 {\n log . "B {name}"\n whoami\n}\n', log: { sink: (l) => { linesB.push(l); } } });
+  try {
+    await ask(a.port, 'one.example.');
+    await ask(b.port, 'two.example.');
+    assert.deepEqual(linesA, ['[INFO] A one.example.']);
+    assert.deepEqual(linesB, ['[INFO] B two.example.']);
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
+
+test('a plain loop FATAL stops the embedded server, not the host process', { timeout: 20_000 }, async () => {
+  const lines: string[] = [];
+  // The block forwards to itself: CoreDNS's loop plugin sees its probe come back three times.
+  const port = await freePort();
+  const looping = await startServer({
+    corefile: `.:${port} {\n bind 127.0.0.1\n loop\n forward . 127.0.0.1:${port}\n}\n`,
+    log: { sink: (l) => { lines.push(l); } },
+  });
+  await Promise.race([
+    looping.stopped,
+    new Promise((_r, reject) => setTimeout(() => { reject(new Error(`no FATAL stop; log: ${lines.join('\n')}`)); }, 15_000)),
+  ]);
+  assert.ok(lines.some((l) => l.startsWith('[FATAL] plugin/loop: Loop (127.0.0.1:') && l.includes(`-> 127.0.0.1:${port}) detected for zone "."`)), lines.join('\n'));
+  // The process is still here and the port is free again.
+  const again = await startServer({ corefile: `.:${port} {\n bind 127.0.0.1\n whoami\n}\n`, log: { sink: () => {} } });
+  assert.equal((await ask(port, 'x.example.')).rcode, 0);
+  await again.stop();
+});
