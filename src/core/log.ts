@@ -17,6 +17,7 @@ let fatalHandler: (line: string) => never = (line) => {
   } else {
     sink(line);
   }
+  // eslint-disable-next-line no-restricted-properties -- removed by the contracts work
   process.exit(1);
 };
 

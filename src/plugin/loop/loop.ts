@@ -16,6 +16,7 @@ import { RRType, RRClass } from '../../wire/constants.ts';
 import { randomLabel } from '../pkg/loopguard.ts';
 import { goQuote } from '../../corefile/address.ts';
 // Request metadata forward honours: a probe must be forwarded on every lap, never coalesced.
+// eslint-disable-next-line nodens/import-boundaries -- removed by the contracts work
 import { NO_COALESCE } from '../forward/forward.ts';
 
 

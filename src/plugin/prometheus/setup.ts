@@ -9,6 +9,7 @@ import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
 import { gauge, metricsContentType, metricsText } from '../pkg/metrics.ts';
 import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
+// eslint-disable-next-line nodens/import-boundaries -- removed by the contracts work
 import { hostsEntries, hostsReload } from '../hosts/metrics.ts';
 import { Metrics } from './handler.ts';
 import { buildInfo, panics, pluginEnabled, reportDropped } from './vars.ts';
