@@ -7,7 +7,7 @@ import { Runtime } from '../core/runtime.ts';
 import { loadCorefile } from '../core/loader.ts';
 import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
-import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
+import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
 import { runDoctor } from './doctor.ts';
 import cluster from 'node:cluster';

@@ -2,7 +2,7 @@
 // `\DDD` escapes for bytes that cannot appear literally. Letter case is preserved; comparisons are
 // ASCII case-insensitive, as DNS requires.
 
-import { formatIPv4, formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
+import { formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
 
 /** True when the final dot of `s` is a label separator (not escaped). miekg `IsFqdn`. */
 export function isFqdn(s: string): boolean {

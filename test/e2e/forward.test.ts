@@ -185,7 +185,7 @@ describe('forward with misbehaving upstreams', () => {
 
   test('RFC 5452: replies with a wrong ID, from a wrong port or for another question are not accepted', async () => {
     let mode: 'id' | 'port' | 'question' = 'id';
-    const up = await FakeUpstream.start((q) => {
+    const up = await FakeUpstream.start(() => {
       if (mode === 'id') return { kind: 'answer', idDelta: 1, addresses: ['6.6.6.6'] };
       if (mode === 'port') return { kind: 'answer', fromOtherPort: true, addresses: ['6.6.6.6'] };
       return { kind: 'answer', otherName: 'evil.example.', addresses: ['6.6.6.6'] };

@@ -25,9 +25,9 @@ test('chaos default version and authors', async () => {
   assert.equal(m.answer[0].class, 3);
   assert.equal(m.answer[0].ttl, 0);
   assert.equal(text(m.answer[0].data), 'CoreDNS-1.14.7');
-  h.serveDNS(makeRequest('authors.bind.', { type: 16, class: 3 }), w);
+  await h.serveDNS(makeRequest('authors.bind.', { type: 16, class: 3 }), w);
   assert.deepEqual(w.last!.answer.map((r) => text(r.data)).sort(), [...OWNERS].sort());
-  h.serveDNS(makeRequest('id.server.', { type: 16, class: 3 }), w);
+  await h.serveDNS(makeRequest('id.server.', { type: 16, class: 3 }), w);
   assert.equal(text(w.last!.answer[0].data), hostname());
 });
 
@@ -35,9 +35,9 @@ test('chaos custom version, deduplicated sorted authors; other names and classes
   const next = new StubHandler('next', () => 2);
   const h = (await runSetup(plugin, '. {\n chaos CoreDNS-001 z@x a@x z@x\n}')).chain(next);
   const w = new CaptureWriter();
-  h.serveDNS(makeRequest('version.server.', { type: 16, class: 3 }), w);
+  await h.serveDNS(makeRequest('version.server.', { type: 16, class: 3 }), w);
   assert.equal(text(w.last!.answer[0].data), 'CoreDNS-001');
-  h.serveDNS(makeRequest('authors.bind.', { type: 16, class: 3 }), w);
+  await h.serveDNS(makeRequest('authors.bind.', { type: 16, class: 3 }), w);
   assert.deepEqual(w.last!.answer.map((r) => text(r.data)).sort(), ['a@x', 'z@x']);
   assert.equal(h.serveDNS(makeRequest('other.bind.', { type: 16, class: 3 }), w), 2);
   assert.equal(h.serveDNS(makeRequest('version.bind.', { type: 16, class: 1 }), w), 2);

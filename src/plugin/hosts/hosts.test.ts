@@ -77,12 +77,12 @@ test('hosts answers A, AAAA and PTR; AA set; owner is the lower-cased qname', as
     { name: 'foo.example.org.', type: 1, class: 1, ttl: 3600, data: { address: '10.0.0.1' } },
     { name: 'foo.example.org.', type: 1, class: 1, ttl: 3600, data: { address: '10.0.0.2' } },
   ]);
-  h.serveDNS(makeRequest('foo.example.org.', { type: 28 }), w);
+  await h.serveDNS(makeRequest('foo.example.org.', { type: 28 }), w);
   assert.deepEqual(w.last!.answer.map((r) => r.data), [{ address: '::1' }]);
-  h.serveDNS(makeRequest('2.0.0.10.in-addr.arpa.', { type: 12 }), w);
+  await h.serveDNS(makeRequest('2.0.0.10.in-addr.arpa.', { type: 12 }), w);
   assert.deepEqual(w.last!.answer.map((r) => r.data), [{ target: 'foo.example.org.' }, { target: 'bar.example.org.' }]);
   // NODATA for other types when the name exists
-  h.serveDNS(makeRequest('foo.example.org.', { type: 16 }), w);
+  await h.serveDNS(makeRequest('foo.example.org.', { type: 16 }), w);
   assert.deepEqual(w.last!.answer, []);
   assert.equal(w.last!.rcode, 0);
   // unknown name: SERVFAIL, nothing written
@@ -111,9 +111,9 @@ test('hosts wildcards: exactly one label, exact names win, no PTR', async () => 
   const next = new StubHandler('next', () => 5);
   const { h } = await hostsChain('. {\n hosts {\n  10.0.0.1 *.w.example\n  10.0.0.2 a.w.example\n }\n}', next);
   const w = new CaptureWriter();
-  h.serveDNS(makeRequest('x.w.example.'), w);
+  await h.serveDNS(makeRequest('x.w.example.'), w);
   assert.deepEqual(w.last!.answer.map((r) => [r.name, r.data]), [['x.w.example.', { address: '10.0.0.1' }]]);
-  h.serveDNS(makeRequest('a.w.example.'), w);
+  await h.serveDNS(makeRequest('a.w.example.'), w);
   assert.deepEqual(w.last!.answer.map((r) => r.data), [{ address: '10.0.0.2' }]);
   assert.equal(h.serveDNS(makeRequest('w.example.'), w), 2);
   assert.equal(h.serveDNS(makeRequest('y.x.w.example.'), w), 2);
@@ -126,14 +126,14 @@ test('hosts file, ttl, no_reverse, inline merged after the file, reload by mtime
   const { h, r } = await hostsChain(`. {\n hosts ${file} {\n  ttl 60\n  no_reverse\n  reload 20ms\n  10.0.0.9 a.example\n }\n}`,
     new StubHandler('next', () => 5));
   const w = new CaptureWriter();
-  h.serveDNS(makeRequest('a.example.'), w);
+  await h.serveDNS(makeRequest('a.example.'), w);
   assert.deepEqual(w.last!.answer.map((x) => [x.ttl, x.data]), [[60, { address: '10.0.0.1' }], [60, { address: '10.0.0.9' }]]);
   assert.equal(h.serveDNS(makeRequest('1.0.0.10.in-addr.arpa.', { type: 12 }), w), 5);
   assert.equal(await entriesOf(file), 2);
   writeFileSync(file, '10.0.0.1 a.example\n10.0.0.3 b.example\n');
   utimesSync(file, new Date(), new Date(Date.now() + 5000));
   await new Promise((res) => setTimeout(res, 100));
-  h.serveDNS(makeRequest('b.example.'), w);
+  await h.serveDNS(makeRequest('b.example.'), w);
   assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.3' }]);
   assert.equal(await entriesOf(file), 3);
   for (const fn of r.hooks.shutdown) await fn();

@@ -7,7 +7,7 @@ import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { reverseToAddress } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { Fall } from '../pkg/fall.ts';
+import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { HostsMap, lookupIn, parseHosts, parseHostIP } from './hostsfile.ts';
 import { hostsEntries, hostsReloadTimestamp } from './metrics.ts';

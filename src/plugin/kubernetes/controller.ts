@@ -5,7 +5,7 @@
 // never scans all services.
 
 import type { PluginLogger } from '../plugin.ts';
-import { ApiClient } from './client.ts';
+import type { ApiClient } from './client.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { dnsProgrammingLatency } from './metrics.ts';
 

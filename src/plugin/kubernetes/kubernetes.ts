@@ -11,7 +11,7 @@ import { parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
-import { Controller, type EndpointAddress, type Service as KService } from './controller.ts';
+import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
 
 const T_A = 1, T_NS = 2, T_CNAME = 5, T_SOA = 6, T_PTR = 12, T_MX = 15, T_TXT = 16, T_AAAA = 28, T_SRV = 33, T_IXFR = 251, T_AXFR = 252;

@@ -86,7 +86,7 @@ test('only NOERROR replies are reordered', async () => {
     },
   });
   for (let i = 0; i < 20; i++) {
-    chain.serveDNS(makeRequest('x.'), { writeMsg: (m) => { replies.push(m.answer.map((x) => (x.data as { address: string }).address).join()); }, writeWire() {} });
+    await chain.serveDNS(makeRequest('x.'), { writeMsg: (m) => { replies.push(m.answer.map((x) => (x.data as { address: string }).address).join()); }, writeWire() {} });
   }
   assert.equal(new Set(replies).size, 1);
 });

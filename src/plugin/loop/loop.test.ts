@@ -17,7 +17,7 @@ test('setup: `loop` ok, `loop argument` ArgErr, twice ErrOnce, block options val
   assert.match(await setupError(plugin, '. {\n loop {\n  bogus\n }\n}\n'), /unknown property 'bogus'/);
 });
 
-test('Loop (CoreDNS mode): counting, non-HINFO, disabled, zone mismatch, probe name shape', () => {
+test('Loop (CoreDNS mode): counting, non-HINFO, disabled, zone mismatch, probe name shape', async () => {
   const l = new Loop('.');
   l.next = next;
   assert.match(l.qname, /^\d{1,19}\.\d{1,19}\.$/);
@@ -25,14 +25,14 @@ test('Loop (CoreDNS mode): counting, non-HINFO, disabled, zone mismatch, probe n
   const w = new CaptureWriter();
   assert.equal(l.serveDNS(makeRequest('example.org.', { type: 1 }), w), 0);
   l.qname = '1.2.example.org.';
-  l.serveDNS(makeRequest('1.2.EXAMPLE.org.', { type: 13 }), w);
+  await l.serveDNS(makeRequest('1.2.EXAMPLE.org.', { type: 13 }), w);
   assert.equal(l.seen(), 1);
   const z = new Loop('example.org.');
   z.next = next;
-  z.serveDNS(makeRequest('a.example.com.', { type: 13 }), w);
+  await z.serveDNS(makeRequest('a.example.com.', { type: 13 }), w);
   assert.equal(z.seen(), 0);
   l.setDisabled();
-  l.serveDNS(makeRequest('1.2.example.org.', { type: 13 }), w);
+  await l.serveDNS(makeRequest('1.2.example.org.', { type: 13 }), w);
   assert.equal(l.seen(), 1);
 });
 

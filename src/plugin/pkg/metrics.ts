@@ -49,8 +49,8 @@ const waiting = new Map<number, (text: string) => void>();
 export function metricsText(): Promise<string> {
   if (!cluster.isWorker || process.send === undefined) return registry.metrics();
   const id = ++nextRequest;
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => { waiting.delete(id); void registry.metrics().then(resolve); }, 2000);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { waiting.delete(id); registry.metrics().then(resolve, reject); }, 2000);
     waiting.set(id, (text) => { clearTimeout(timer); resolve(text); });
     process.send!({ type: AGGREGATE_REQUEST, id });
   });

@@ -31,7 +31,7 @@ test('whoami answers with the client address (IPv4, UDP)', async () => {
 test('whoami: IPv6 over TCP, root name, CH class', async () => {
   const h = (await runSetup(plugin, '. {\n whoami\n}')).chain();
   const w = new CaptureWriter();
-  h.serveDNS(makeRequest('.', { remote: '::1', port: 53000, proto: 'tcp', class: 3 }), w);
+  await h.serveDNS(makeRequest('.', { remote: '::1', port: 53000, proto: 'tcp', class: 3 }), w);
   assert.deepEqual(w.last!.additional, [
     { name: '.', type: 28, class: 3, ttl: 0, data: { address: '::1' } },
     { name: '_tcp.', type: 33, class: 3, ttl: 0, data: { priority: 0, weight: 0, port: 53000, target: '.' } },

@@ -5,7 +5,7 @@
 import https from 'node:https';
 import { randomFillSync } from 'node:crypto';
 import { rcodeToString } from '../../../wire/constants.ts';
-import { Conn, questionEnd, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
+import { type Conn, questionEnd, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError, hostPort } from './errors.ts';
 import { healthcheckFailureCount, requestDuration, timeoutsCount } from './metrics.ts';
 import { Transport, type TransportOptions } from './transport.ts';

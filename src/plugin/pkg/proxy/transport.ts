@@ -7,7 +7,7 @@
 // `maxIdleConns` kept per protocol; a sweep every 10 s closes stale ones. The
 // dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
 
-import { Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
+import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
 import { connCacheHitsCount, connCacheMissesCount } from './metrics.ts';
 
