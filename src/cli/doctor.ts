@@ -10,7 +10,7 @@ import { parseCorefile } from '../corefile/parser.ts';
 import { parseKey } from '../corefile/address.ts';
 import type { Token } from '../corefile/token.ts';
 import { COREDNS_DIRECTIVES } from '../core/directives.ts';
-import { parseResolvConf } from '../plugin/forward/resolvconf.ts';
+import { parseResolvConf } from '../plugin/pkg/resolvconf.ts';
 import {
   canonicalIp, classifyAddress, isLocalAddress, localAddresses, remedyFor, type OriginLike,
 } from '../plugin/pkg/loopguard.ts';

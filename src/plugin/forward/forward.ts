@@ -20,7 +20,7 @@ import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';
 import { coalescedCount, healthcheckBrokenCount, maxConcurrentRejectCount } from './metrics.ts';
-import { readResolvConf, stripZone } from './resolvconf.ts';
+import { readResolvConf, stripZone } from '../pkg/resolvconf.ts';
 
 const SERVFAIL = 2;
 const REFUSED = 5;

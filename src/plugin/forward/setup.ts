@@ -12,7 +12,7 @@ import type { TlsOptions } from '../pkg/proxy/conn.ts';
 import type { ProxyOptions, UpstreamKind } from '../pkg/proxy/proxy.ts';
 import { Forward, specsFromFile, type ForwardOptions, type ToEntry, type UpstreamSpec } from './forward.ts';
 import { RandomPolicy, RoundRobinPolicy, SequentialPolicy } from './policy.ts';
-import { stripZone } from './resolvconf.ts';
+import { stripZone } from '../pkg/resolvconf.ts';
 
 const MAX_TO = 15;
 

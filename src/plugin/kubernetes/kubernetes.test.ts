@@ -62,7 +62,7 @@ function handler(extra: Partial<KubernetesOptions> = {}) {
   const fall = new Fall();
   const k = new Kubernetes(undefined, {
     zones: ['cluster.local.', 'in-addr.arpa.'], primaryZoneIndex: 0, ttl: 5, podMode: 'disabled', endpointNameMode: false,
-    namespaces: [], fall, ignoreEmptyService: false, multiclusterZones: [], zonal: false, localIPs: () => ['127.0.0.9'], upstream: undefined, ...extra,
+    namespaces: [], fall, ignoreEmptyService: false, multiclusterZones: [], zonal: false, localIPs: () => ['127.0.0.9'], upstream: undefined, autoPathSearch: [], ...extra,
   }, c);
   return { c, k };
 }
@@ -106,4 +106,23 @@ test('handler: unsynced turns NXDOMAIN into SERVFAIL with the SOA', async () => 
   assert.equal(r.rcode, 2);
   assert.equal(r.ns.length, 1);
   assert.equal((await ask(k, 'api.prod.svc.cluster.local.', 1)).rcode, 0);
+});
+
+test('autoPath: a verified pod\'s search path, the host\'s search list, the sentinel (CoreDNS Kubernetes.AutoPath)', () => {
+  const from = (ip: string, name: string) => new Request(newQuery(name, 1), undefined, 'udp', ip, 1, '127.0.0.1', 53, 'dns://:53', 0n);
+  const { c, k } = handler({ podMode: 'verified', autoPathSearch: ['example.org.'] });
+  c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50' } });
+  assert.deepEqual(k.autoPath(from('10.244.1.50', 'api.prod.svc.cluster.local.')),
+    ['prod.svc.cluster.local.', 'svc.cluster.local.', 'cluster.local.', 'example.org.', '']);
+  // Outside the plugin's zones, or from an address that is no pod: no search-pathing.
+  assert.equal(k.autoPath(from('10.244.1.50', 'www.example.net.')), undefined);
+  assert.equal(k.autoPath(from('10.244.9.9', 'api.prod.svc.cluster.local.')), undefined);
+  // Only with `pods verified`.
+  const insecure = handler({ podMode: 'insecure' });
+  insecure.c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50' } });
+  assert.equal(insecure.k.autoPath(from('10.244.1.50', 'api.prod.svc.cluster.local.')), undefined);
+  // The root zone gives the short forms.
+  const root = handler({ zones: ['.'], podMode: 'verified' });
+  root.c.upsertPod({ metadata: { name: 'client', namespace: 'dev', resourceVersion: '9' }, status: { podIP: '10.244.1.51' } });
+  assert.deepEqual(root.k.autoPath(from('10.244.1.51', 'x.y.')), ['dev.svc.', 'svc.', '.', '']);
 });

@@ -11,6 +11,7 @@ import { parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
+import type { AutoPather } from '../pkg/autopath.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
 
@@ -80,6 +81,8 @@ export interface KubernetesOptions {
   /** the server's own non-loopback addresses (for NS / ns.dns) */
   localIPs: () => string[];
   upstream: UpstreamLookup | undefined;
+  /** The search list of the host's /etc/resolv.conf at setup, normalised: appended to a pod's search path (autopath). */
+  autoPathSearch: readonly string[];
 }
 
 /** Per-query context: the matched zone (query spelling) and pending upstream answers. */
@@ -92,7 +95,7 @@ interface Ctx {
   needs: [string, number][] | undefined;
 }
 
-export class Kubernetes implements Handler, Readiness {
+export class Kubernetes implements Handler, Readiness, AutoPather {
   readonly name = 'kubernetes';
   readonly next: Handler | undefined;
   readonly o: KubernetesOptions;
@@ -108,6 +111,24 @@ export class Kubernetes implements Handler, Readiness {
 
   ready(): boolean {
     return this.c.hasSynced();
+  }
+
+  /**
+   * AutoPather: the search path of the pod that sent the query (CoreDNS's
+   * Kubernetes.AutoPath) — `<ns>.svc.<zone>`, `svc.<zone>`, `<zone>`, then the
+   * host's search list and the empty sentinel. Only with `pods verified`, for
+   * names in the plugin's zones, from a client address that is a known pod.
+   */
+  autoPath(req: Request): string[] | undefined {
+    const zone = zonesMatches(this.o.zones, req.name);
+    if (zone === '' || this.o.podMode !== 'verified') return undefined;
+    const pod = this.c.podsByIP(req.remoteAddress)[0];
+    if (pod === undefined) return undefined;
+    const search = zone === '.'
+      ? [`${pod.namespace}.svc.`, 'svc.', '.']
+      : [`${pod.namespace}.svc.${zone}`, `svc.${zone}`, zone];
+    search.push(...this.o.autoPathSearch, '');
+    return search;
   }
 
   get primaryZone(): string {

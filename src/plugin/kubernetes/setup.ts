@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import type { PluginDefinition, Request } from '../plugin.ts';
 import type { Message } from '../../wire/types.ts';
@@ -5,6 +6,9 @@ import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseDuration, toMillis } from '../pkg/duration.ts';
 import { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
+import { parseResolvConfSearch } from '../pkg/resolvconf.ts';
+import { fqdn } from '../../wire/name.ts';
+import { asciiLower } from '../../core/request.ts';
 import { ApiClient, loadKubeConfig, type ConnectionSpec } from './client.ts';
 import { Controller } from './controller.ts';
 import { Kubernetes, type KubernetesOptions } from './kubernetes.ts';
@@ -233,7 +237,7 @@ export const plugin: PluginDefinition = {
     const localIPs = () => (cachedIPs ??= bound ? [] : interfaceIPs());
     const opts: KubernetesOptions = {
       zones: allZones, primaryZoneIndex, ttl, podMode, endpointNameMode, namespaces, fall, ignoreEmptyService,
-      multiclusterZones, zonal, localIPs, upstream: lookupThroughServer,
+      multiclusterZones, zonal, localIPs, upstream: lookupThroughServer, autoPathSearch: hostSearchList(),
     };
     let started = false;
     c.onStartup(async () => {
@@ -263,4 +267,15 @@ export const plugin: PluginDefinition = {
 /** ExternalName targets outside the cluster zones resolve through the server itself (CoreDNS's upstream package). */
 function lookupThroughServer(req: Request, name: string, qtype: number): Promise<Message | undefined> {
   return req.lookup(name, qtype);
+}
+
+/** The search list of /etc/resolv.conf, lower-cased FQDNs (CoreDNS's searchFromResolvConf); [] when unreadable. */
+function hostSearchList(): string[] {
+  let text: string;
+  try {
+    text = readFileSync('/etc/resolv.conf', 'utf8');
+  } catch {
+    return [];
+  }
+  return parseResolvConfSearch(text).map((n) => fqdn(asciiLower(n)));
 }

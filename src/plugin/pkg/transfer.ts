@@ -1,0 +1,30 @@
+// Capability: a handler that can hand out a whole zone (CoreDNS's
+// transfer.Transferer), for the transfer plugin's AXFR/IXFR answers and NOTIFY.
+// Providers: file, auto, secondary, kubernetes. The transfer plugin asks each
+// provider of its block in chain order and uses the first that is authoritative.
+
+import type { Handler } from '../plugin.ts';
+import type { ResourceRecord } from '../../wire/types.ts';
+
+/** Thrown (or rejected) by a provider asked for a zone it is not authoritative for. */
+export class NotAuthoritativeError extends Error {
+  constructor(zone: string) {
+    super(`not authoritative for ${zone}`);
+    this.name = 'NotAuthoritativeError';
+  }
+}
+
+export interface Transferer extends Handler {
+  /**
+   * The records of `zone` (lower-case FQDN) in batches: the SOA first, then
+   * every other record including NS and glue, then the SOA again. With
+   * `serial` > 0 (IXFR) a provider whose serial is not newer yields just the
+   * SOA; one that keeps no history answers with a full transfer.
+   * Throws NotAuthoritativeError at once when `zone` is not its own.
+   */
+  transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]>;
+}
+
+export function isTransferer(h: Handler): h is Transferer {
+  return typeof (h as Partial<Transferer>).transfer === 'function';
+}
