@@ -82,8 +82,8 @@ interface PendingProbe {
   reason: string;
 }
 
-/** Probes in flight in this process, by name (a probe may come back before its reply does). */
-const pendingProbes = new Map<string, PendingProbe>();
+/** Probes in flight in one server (shared by its blocks), by name: a probe may come back before its reply does. */
+export type PendingProbes = Map<string, PendingProbe>;
 
 interface Detection {
   zone: string;
@@ -115,7 +115,11 @@ export class LoopGuard implements Handler, Readiness {
   private listens: Array<{ hosts: string[]; port: number; self: boolean; key: string }> = [];
   private readonly edeMark: string;
 
-  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger, secret: Uint8Array) {
+  private readonly pendingProbes: PendingProbes;
+
+  /** `secret` and `probes` are the server's (its lineage store): shared by its blocks, never by another server. */
+  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger, secret: Uint8Array, probes: PendingProbes) {
+    this.pendingProbes = probes;
     this.config = config;
     this.opts = opts;
     this.log = log;
@@ -154,7 +158,7 @@ export class LoopGuard implements Handler, Readiness {
     }
     this.quarantines.clear();
     quarantinedGauge.set(allQuarantines.size);
-    for (const [n, p] of pendingProbes) if (p.guard === this) pendingProbes.delete(n);
+    for (const [n, p] of this.pendingProbes) if (p.guard === this) this.pendingProbes.delete(n);
   }
 
   /** A loop anywhere in the server makes /ready of every block say `loop`. */
@@ -380,7 +384,7 @@ export class LoopGuard implements Handler, Readiness {
     this.lastProbe.set(rl, now);
     const name = this.identity.probeName(zone);
     const p: PendingProbe = { guard: this, fwd, up, zone, name, sentAt: now, done: false, reason };
-    pendingProbes.set(name, p);
+    this.pendingProbes.set(name, p);
     const m = newMessage();
     m.id = (Math.random() * 0x10000) | 0;
     m.rd = true;
@@ -397,7 +401,7 @@ export class LoopGuard implements Handler, Readiness {
       clearTimeout(timer);
       try { sock.close(); } catch { /* closed */ }
       // Keep the name a little longer: a slow lap may still bring it back.
-      setTimeout(() => { if (pendingProbes.get(name) === p) pendingProbes.delete(name); }, 10_000).unref();
+      setTimeout(() => { if (this.pendingProbes.get(name) === p) this.pendingProbes.delete(name); }, 10_000).unref();
     };
     const timer = setTimeout(() => { close(); }, this.opts.probeTimeoutMs);
     timer.unref();
@@ -445,7 +449,7 @@ export class LoopGuard implements Handler, Readiness {
     const pathHops = [...(trace?.path ?? []), this.hereHop(req)];
     const path = formatPath(pathHops);
     const remote = joinHostPort(req.remoteAddress, String(req.remotePort));
-    const p = pendingProbes.get(name);
+    const p = this.pendingProbes.get(name);
     if (p !== undefined && p.guard === this) this.probeLooped(p, path, remote);
     const reply = replyTo(req.msg);
     reply.aa = true;
