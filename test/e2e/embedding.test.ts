@@ -5,6 +5,7 @@
 // the host process.
 
 import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { startServer, wire, type ExternalPlugin, type Handler, type Request, type ResponseWriter } from '../../src/index.ts';
 import { exchange } from '../helpers/client.ts';
@@ -121,4 +122,22 @@ test('a plain loop FATAL stops the embedded server, not the host process', { tim
   const again = await startServer({ corefile: `.:${port} {\n bind 127.0.0.1\n whoami\n}\n`, log: { sink: () => {} } });
   assert.equal((await ask(port, 'x.example.')).rcode, 0);
   await again.stop();
+});
+
+test('importing the library changes nothing in the host process (environment, handles, listeners)', () => {
+  const script = `
+    const env = JSON.stringify(process.env);
+    const listeners = process.eventNames().map(String).sort().join(',');
+    await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)});
+    const changed = [];
+    if (JSON.stringify(process.env) !== env) changed.push('env');
+    if (process.eventNames().map(String).sort().join(',') !== listeners) changed.push('process listeners');
+    // stdio handles are Node's own (importing node:http opens stderr); timers, sockets and servers would be ours.
+    const ours = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWrap' && r !== 'PipeWrap');
+    if (ours.length > 0) changed.push('handles: ' + ours.join(','));
+    process.stdout.write(JSON.stringify(changed));
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000, env: { ...process.env, NODENS_LOOP_SECRET: '' } });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), []);
 });
