@@ -648,3 +648,40 @@ test('an error from the next plugin is passed up and nothing is cached', async (
   assert.equal((await h.ask('err.example.')).rcode, 0);
   assert.equal(h.stub.calls, 2);
 });
+
+// ---- serve_stale / prefetch details checked against CoreDNS's handler.go, cache.go and item.go -----
+
+test('serve_stale immediate: a SERVFAIL from the background refresh is not stored; the stale answer keeps being served', async () => {
+  let servfail = false;
+  const h = await setup('sfr.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, servfail ? { rcode: 2 } : { answer: [a(req.qname, 10)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'sfr.example.' };
+  const first = await h.ask('a.sfr.example.', { id: 1 });
+  servfail = true;
+  h.advance(20000);
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 2 }), withTtl(first, 0, { id: 2, aa: true }));
+  await tick();
+  assert.equal(h.stub.calls, 2, 'the refresh got SERVFAIL');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the refresh\'s SERVFAIL was not cached');
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 3 }), withTtl(first, 0, { id: 3, aa: true }), 'still the stale answer');
+});
+
+test('serve_stale: a cached SERVFAIL does not shadow a positive entry that is stale but within DURATION', async () => {
+  let servfail = false;
+  const h = await setup('. {\n cache {\n  serve_stale 1h\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, servfail ? { rcode: 2 } : { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  await h.ask('shadow2.example.');
+  servfail = true;
+  h.advance(60000);
+  await h.ask('shadow2.example.'); // TTL 40 ≤ 50: prefetch, which gets SERVFAIL (cached)
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  h.advance(41000); // the positive entry expired 1 s ago
+  const r = await h.ask('shadow2.example.');
+  assert.equal(r.rcode, 0, 'the stale positive entry, not the SERVFAIL');
+  assert.deepEqual(ttls(r), [0]);
+});

@@ -307,13 +307,16 @@ export class Cache implements Handler {
     return ttl > 0 || (this.o.staleUpTo > 0 && -ttl < this.o.staleUpTo);
   }
 
-  /** CoreDNS getIgnoreTTL: denial cache first, then success; a SERVFAIL never shadows a fresh positive entry. */
+  /**
+   * CoreDNS getIfNotStale: denial cache first, then success; a SERVFAIL never shadows a positive entry
+   * that is fresh or still within serve_stale's DURATION.
+   */
   private lookup(key: string, now: number, m: Bound): Item | undefined {
     const n = this.ncache.get(key);
     const nOk = this.usable(n, now);
     if (nOk) {
       const p = this.pcache.get(key);
-      if (p !== undefined && ((n!.servfail && p.ttl(now) > 0) || (this.o.preferPositive && this.usable(p, now)))) {
+      if ((n!.servfail || this.o.preferPositive) && this.usable(p, now)) {
         m.hitsSuccess.inc();
         return p;
       }
@@ -382,6 +385,9 @@ export class Cache implements Handler {
     item.refreshing = true;
     if (prefetch) cachePrefetches.child(req.server, this.zonesLabel, this.view).inc();
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
+    // A stale refresh only takes NOERROR/NXDOMAIN (CoreDNS doPrefetch uses its verify writer), so an
+    // upstream failure leaves the stale entry in place; with prefer_positive that writer caches every reply.
+    if (!prefetch && !this.o.preferPositive) cw.verify = true;
     const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
