@@ -685,3 +685,84 @@ test('serve_stale: a cached SERVFAIL does not shadow a positive entry that is st
   assert.equal(r.rcode, 0, 'the stale positive entry, not the SERVFAIL');
   assert.deepEqual(ttls(r), [0]);
 });
+
+test('serve_stale immediate and prefetch: a positive refresh removes the denial entry; a denial does not remove the positive one', async () => {
+  const nx = { rcode: 3, authority: [soa(10, 10)] };
+  let positive = false;
+  const h = await setup('rm.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : nx));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'rm.example.' };
+  assert.equal((await h.ask('a.rm.example.')).rcode, 3);
+  positive = true;
+  h.advance(20000);
+  assert.equal((await h.ask('a.rm.example.')).rcode, 3, 'the stale NXDOMAIN');
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the denial entry was removed');
+  const fresh = await h.ask('a.rm.example.');
+  assert.equal(fresh.rcode, 0, 'the refreshed positive answer');
+  assert.deepEqual(ttls(fresh), [10]);
+  assert.equal(h.stub.calls, 2);
+
+  let mode: 'nx' | 'ok' = 'nx';
+  const p = await setup('rmp.example {\n cache {\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, mode === 'nx' ? { rcode: 3, authority: [soa(100, 100)] } : { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  const plabels = { server: SERVER, zones: 'rmp.example.' };
+  await p.ask('a.rmp.example.');
+  mode = 'ok';
+  p.advance(60000);
+  assert.equal((await p.ask('a.rmp.example.')).rcode, 3, 'TTL 40 ≤ 50: prefetch');
+  await tick();
+  assert.equal(p.stub.calls, 2);
+  const got = await p.ask('a.rmp.example.');
+  assert.equal(got.rcode, 0, 'the prefetched positive answer, not the still-valid NXDOMAIN');
+  assert.deepEqual(ttls(got), [100]);
+  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'denial' }), 0);
+
+  // the converse: a prefetched denial is stored beside the positive entry, which stays
+  mode = 'nx';
+  p.advance(60000);
+  await p.ask('a.rmp.example.');
+  await tick();
+  assert.equal(p.stub.calls, 3);
+  assert.equal((await p.ask('a.rmp.example.')).rcode, 3, 'the denial cache is looked at first');
+  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'success' }), 1, 'the positive entry was kept');
+});
+
+test('serve_stale verify: with VERIFY_TIMEOUT the refresh removes the denial entry; without it the denial stays (as in CoreDNS)', async () => {
+  const run = async (zone: string, mode: string) => {
+    let positive = false;
+    const h = await setup(`${zone} {\n cache {\n  serve_stale 1h ${mode}\n }\n}`, (req, w) => {
+      w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : { rcode: 3, authority: [soa(10, 10)] }));
+      return 0;
+    });
+    await h.ask(`a.${zone}.`);
+    positive = true;
+    h.advance(20000);
+    assert.equal((await h.ask(`a.${zone}.`)).rcode, 0, `${mode}: the verified positive answer`);
+    assert.equal((await h.ask(`a.${zone}.`)).rcode, 0);
+    return { calls: h.stub.calls, denial: await metric('coredns_cache_entries', { server: SERVER, zones: `${zone}.`, type: 'denial' }) };
+  };
+  assert.deepEqual(await run('vt.example', 'verify 1s'), { calls: 2, denial: 0 }, 'the next query is a hit of the new entry');
+  assert.deepEqual(await run('vn.example', 'verify'), { calls: 3, denial: 1 }, 'the stale denial is found first and verified again');
+});
+
+test('serve_stale_policy prefer_positive: storing a positive answer removes the denial entry', async () => {
+  let positive = false;
+  const h = await setup('pp.example {\n cache {\n  serve_stale 10s\n  serve_stale_policy prefer_positive\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : { rcode: 3, authority: [soa(10, 10)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'pp.example.' };
+  await h.ask('a.pp.example.');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1);
+  positive = true;
+  h.advance(30000); // beyond serve_stale: a miss
+  assert.equal((await h.ask('a.pp.example.')).rcode, 0);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'success' }), 1);
+});

@@ -453,8 +453,11 @@ export class Cache implements Handler {
     return serveStale();
   }
 
-  /** Store `res` (already classified) as the reply for `key`. */
-  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string): Item | undefined {
+  /**
+   * Store `res` (already classified) as the reply for `key`. `prefetch`: written by a refresh that has
+   * no client to answer (CoreDNS ResponseWriter.prefetch), which also drops the key's denial entry.
+   */
+  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string, prefetch: boolean): Item | undefined {
     const qname = res.question[0]!.name;
     let cacheType: 'success' | 'denial';
     let except: string[];
@@ -479,6 +482,10 @@ export class Cache implements Handler {
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
     const c = cacheType === 'success' ? this.pcache : this.ncache;
     if (c.add(key, item)) evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
+    // A positive reply is the newest state of the key; with prefer_positive only one that answers the question.
+    if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === 0 && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
+      this.ncache.remove(key);
+    }
     cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
     cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
     return item;
@@ -577,7 +584,8 @@ export class CacheWriter implements ResponseWriter {
 
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
-        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
+        const prefetch = this.inner === undefined || (this.verify && o.verifyTimeoutMs > 0);
+        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
         cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
