@@ -766,3 +766,25 @@ test('serve_stale_policy prefer_positive: storing a positive answer removes the 
   assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
   assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'success' }), 1);
 });
+
+test('serve_stale: a remaining TTL of exactly 0 is stale (refreshed, counted); one second before it is not', async () => {
+  let n = 0;
+  const h = await setup('zero.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, `192.0.2.${++n}`)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'zero.example.' };
+  await h.ask('a.zero.example.');
+  h.advance(9999);
+  assert.deepEqual(ttls(await h.ask('a.zero.example.')), [1]);
+  await tick();
+  assert.equal(h.stub.calls, 1);
+  h.advance(1); // 10 s: remaining TTL 0
+  const r = await h.ask('a.zero.example.');
+  assert.deepEqual(ttls(r), [0]);
+  assert.equal(addr(r), '192.0.2.1');
+  await tick();
+  assert.equal(h.stub.calls, 2, 'refreshed in the background');
+  assert.equal(await metric('coredns_cache_served_stale_total', labels), 1);
+  assert.equal(addr(await h.ask('a.zero.example.')), '192.0.2.2');
+});

@@ -288,7 +288,7 @@ export class Cache implements Handler {
       return this.miss(req, w, key, doBit, ad);
     }
     let ttl = item.ttl(now);
-    if (ttl < 0) {
+    if (ttl <= 0) {
       if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad);
       this.backgroundRefresh(req, key, item, false);
       m.stale.inc();
