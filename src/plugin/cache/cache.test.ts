@@ -788,3 +788,15 @@ test('serve_stale: a remaining TTL of exactly 0 is stale (refreshed, counted); o
   assert.equal(await metric('coredns_cache_served_stale_total', labels), 1);
   assert.equal(addr(await h.ask('a.zero.example.')), '192.0.2.2');
 });
+
+test('keepttl with serve_stale: stale replies show the stored duration, unless a RESPONSE_TTL is given', async () => {
+  const reply = answering((req) => ({ answer: [a(req.qname, 10)] }));
+  const down: Fn = () => { throw new PluginError(2, 'upstream down'); };
+  for (const [opts, want] of [['serve_stale 1h', 10], ['serve_stale 1h immediate 7s', 7], ['serve_stale 1h verify', 10], ['serve_stale 1h verify 0 7s', 7]] as const) {
+    const h = await setup(`. {\n cache {\n  ${opts}\n  keepttl\n }\n}`, reply);
+    await h.ask('keep.example.');
+    h.fn = down;
+    h.advance(25000);
+    assert.deepEqual(ttls(await h.ask('keep.example.')), [want], opts);
+  }
+});

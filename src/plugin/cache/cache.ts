@@ -292,13 +292,19 @@ export class Cache implements Handler {
       if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad);
       this.backgroundRefresh(req, key, item, false);
       m.stale.inc();
-      ttl = this.o.staleResponseTtl;
+      ttl = this.staleTtl(item);
     } else {
       if (this.shouldPrefetch(item, now)) this.backgroundRefresh(req, key, item, true);
       if (this.o.keepttl) ttl = item.origTtl;
     }
     this.writeHit(req, w, item, ttl, doBit, ad);
     return 0;
+  }
+
+  /** A stale reply's TTL: RESPONSE_TTL when given, else 0, or with keepttl the stored duration (as CoreDNS). */
+  private staleTtl(i: Item): number {
+    const o = this.o;
+    return o.staleResponseTtl > 0 ? o.staleResponseTtl : o.keepttl ? i.origTtl : 0;
   }
 
   private usable(i: Item | undefined, now: number): boolean {
@@ -417,7 +423,7 @@ export class Cache implements Handler {
     const now = this.now();
     const serveStale = (): number => {
       this.metrics(req.server).stale.inc();
-      this.writeHit(req, w, item, this.o.staleResponseTtl, doBit, ad);
+      this.writeHit(req, w, item, this.staleTtl(item), doBit, ad);
       return 0;
     };
     if (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs)) {
