@@ -800,3 +800,14 @@ test('keepttl with serve_stale: stale replies show the stored duration, unless a
     assert.deepEqual(ttls(await h.ask('keep.example.')), [want], opts);
   }
 });
+
+test('coredns_cache_prefetch_total counts serve_stale immediate refreshes too', async () => {
+  const h = await setup('pfc.example {\n cache {\n  serve_stale 1h\n }\n}', answering((req) => ({ answer: [a(req.qname, 10)] })));
+  const labels = { server: SERVER, zones: 'pfc.example.' };
+  await h.ask('a.pfc.example.');
+  h.advance(20000);
+  await h.ask('a.pfc.example.');
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
+});

@@ -389,7 +389,7 @@ export class Cache implements Handler {
     const now = this.now();
     if (!prefetch && this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs) return;
     item.refreshing = true;
-    if (prefetch) cachePrefetches.child(req.server, this.zonesLabel, this.view).inc();
+    cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
     // A stale refresh only takes NOERROR/NXDOMAIN (CoreDNS doPrefetch uses its verify writer), so an
     // upstream failure leaves the stale entry in place; with prefer_positive that writer caches every reply.
