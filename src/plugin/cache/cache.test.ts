@@ -648,3 +648,166 @@ test('an error from the next plugin is passed up and nothing is cached', async (
   assert.equal((await h.ask('err.example.')).rcode, 0);
   assert.equal(h.stub.calls, 2);
 });
+
+// ---- serve_stale / prefetch details checked against CoreDNS's handler.go, cache.go and item.go -----
+
+test('serve_stale immediate: a SERVFAIL from the background refresh is not stored; the stale answer keeps being served', async () => {
+  let servfail = false;
+  const h = await setup('sfr.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, servfail ? { rcode: 2 } : { answer: [a(req.qname, 10)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'sfr.example.' };
+  const first = await h.ask('a.sfr.example.', { id: 1 });
+  servfail = true;
+  h.advance(20000);
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 2 }), withTtl(first, 0, { id: 2, aa: true }));
+  await tick();
+  assert.equal(h.stub.calls, 2, 'the refresh got SERVFAIL');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the refresh\'s SERVFAIL was not cached');
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 3 }), withTtl(first, 0, { id: 3, aa: true }), 'still the stale answer');
+});
+
+test('serve_stale: a cached SERVFAIL does not shadow a positive entry that is stale but within DURATION', async () => {
+  let servfail = false;
+  const h = await setup('. {\n cache {\n  serve_stale 1h\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, servfail ? { rcode: 2 } : { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  await h.ask('shadow2.example.');
+  servfail = true;
+  h.advance(60000);
+  await h.ask('shadow2.example.'); // TTL 40 ≤ 50: prefetch, which gets SERVFAIL (cached)
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  h.advance(41000); // the positive entry expired 1 s ago
+  const r = await h.ask('shadow2.example.');
+  assert.equal(r.rcode, 0, 'the stale positive entry, not the SERVFAIL');
+  assert.deepEqual(ttls(r), [0]);
+});
+
+test('serve_stale immediate and prefetch: a positive refresh removes the denial entry; a denial does not remove the positive one', async () => {
+  const nx = { rcode: 3, authority: [soa(10, 10)] };
+  let positive = false;
+  const h = await setup('rm.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : nx));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'rm.example.' };
+  assert.equal((await h.ask('a.rm.example.')).rcode, 3);
+  positive = true;
+  h.advance(20000);
+  assert.equal((await h.ask('a.rm.example.')).rcode, 3, 'the stale NXDOMAIN');
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the denial entry was removed');
+  const fresh = await h.ask('a.rm.example.');
+  assert.equal(fresh.rcode, 0, 'the refreshed positive answer');
+  assert.deepEqual(ttls(fresh), [10]);
+  assert.equal(h.stub.calls, 2);
+
+  let mode: 'nx' | 'ok' = 'nx';
+  const p = await setup('rmp.example {\n cache {\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, mode === 'nx' ? { rcode: 3, authority: [soa(100, 100)] } : { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  const plabels = { server: SERVER, zones: 'rmp.example.' };
+  await p.ask('a.rmp.example.');
+  mode = 'ok';
+  p.advance(60000);
+  assert.equal((await p.ask('a.rmp.example.')).rcode, 3, 'TTL 40 ≤ 50: prefetch');
+  await tick();
+  assert.equal(p.stub.calls, 2);
+  const got = await p.ask('a.rmp.example.');
+  assert.equal(got.rcode, 0, 'the prefetched positive answer, not the still-valid NXDOMAIN');
+  assert.deepEqual(ttls(got), [100]);
+  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'denial' }), 0);
+
+  // the converse: a prefetched denial is stored beside the positive entry, which stays
+  mode = 'nx';
+  p.advance(60000);
+  await p.ask('a.rmp.example.');
+  await tick();
+  assert.equal(p.stub.calls, 3);
+  assert.equal((await p.ask('a.rmp.example.')).rcode, 3, 'the denial cache is looked at first');
+  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'success' }), 1, 'the positive entry was kept');
+});
+
+test('serve_stale verify: with VERIFY_TIMEOUT the refresh removes the denial entry; without it the denial stays (as in CoreDNS)', async () => {
+  const run = async (zone: string, mode: string) => {
+    let positive = false;
+    const h = await setup(`${zone} {\n cache {\n  serve_stale 1h ${mode}\n }\n}`, (req, w) => {
+      w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : { rcode: 3, authority: [soa(10, 10)] }));
+      return 0;
+    });
+    await h.ask(`a.${zone}.`);
+    positive = true;
+    h.advance(20000);
+    assert.equal((await h.ask(`a.${zone}.`)).rcode, 0, `${mode}: the verified positive answer`);
+    assert.equal((await h.ask(`a.${zone}.`)).rcode, 0);
+    return { calls: h.stub.calls, denial: await metric('coredns_cache_entries', { server: SERVER, zones: `${zone}.`, type: 'denial' }) };
+  };
+  assert.deepEqual(await run('vt.example', 'verify 1s'), { calls: 2, denial: 0 }, 'the next query is a hit of the new entry');
+  assert.deepEqual(await run('vn.example', 'verify'), { calls: 3, denial: 1 }, 'the stale denial is found first and verified again');
+});
+
+test('serve_stale_policy prefer_positive: storing a positive answer removes the denial entry', async () => {
+  let positive = false;
+  const h = await setup('pp.example {\n cache {\n  serve_stale 10s\n  serve_stale_policy prefer_positive\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, positive ? { answer: [a(req.qname, 10)] } : { rcode: 3, authority: [soa(10, 10)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'pp.example.' };
+  await h.ask('a.pp.example.');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1);
+  positive = true;
+  h.advance(30000); // beyond serve_stale: a miss
+  assert.equal((await h.ask('a.pp.example.')).rcode, 0);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'success' }), 1);
+});
+
+test('serve_stale: a remaining TTL of exactly 0 is stale (refreshed, counted); one second before it is not', async () => {
+  let n = 0;
+  const h = await setup('zero.example {\n cache {\n  serve_stale 1h\n }\n}', (req, w) => {
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, `192.0.2.${++n}`)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'zero.example.' };
+  await h.ask('a.zero.example.');
+  h.advance(9999);
+  assert.deepEqual(ttls(await h.ask('a.zero.example.')), [1]);
+  await tick();
+  assert.equal(h.stub.calls, 1);
+  h.advance(1); // 10 s: remaining TTL 0
+  const r = await h.ask('a.zero.example.');
+  assert.deepEqual(ttls(r), [0]);
+  assert.equal(addr(r), '192.0.2.1');
+  await tick();
+  assert.equal(h.stub.calls, 2, 'refreshed in the background');
+  assert.equal(await metric('coredns_cache_served_stale_total', labels), 1);
+  assert.equal(addr(await h.ask('a.zero.example.')), '192.0.2.2');
+});
+
+test('keepttl with serve_stale: stale replies show the stored duration, unless a RESPONSE_TTL is given', async () => {
+  const reply = answering((req) => ({ answer: [a(req.qname, 10)] }));
+  const down: Fn = () => { throw new PluginError(2, 'upstream down'); };
+  for (const [opts, want] of [['serve_stale 1h', 10], ['serve_stale 1h immediate 7s', 7], ['serve_stale 1h verify', 10], ['serve_stale 1h verify 0 7s', 7]] as const) {
+    const h = await setup(`. {\n cache {\n  ${opts}\n  keepttl\n }\n}`, reply);
+    await h.ask('keep.example.');
+    h.fn = down;
+    h.advance(25000);
+    assert.deepEqual(ttls(await h.ask('keep.example.')), [want], opts);
+  }
+});
+
+test('coredns_cache_prefetch_total counts serve_stale immediate refreshes too', async () => {
+  const h = await setup('pfc.example {\n cache {\n  serve_stale 1h\n }\n}', answering((req) => ({ answer: [a(req.qname, 10)] })));
+  const labels = { server: SERVER, zones: 'pfc.example.' };
+  await h.ask('a.pfc.example.');
+  h.advance(20000);
+  await h.ask('a.pfc.example.');
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
+});

@@ -288,11 +288,11 @@ export class Cache implements Handler {
       return this.miss(req, w, key, doBit, ad);
     }
     let ttl = item.ttl(now);
-    if (ttl < 0) {
+    if (ttl <= 0) {
       if (this.o.verifyStale) return this.verify(req, w, key, item, doBit, ad);
       this.backgroundRefresh(req, key, item, false);
       m.stale.inc();
-      ttl = this.o.staleResponseTtl;
+      ttl = this.staleTtl(item);
     } else {
       if (this.shouldPrefetch(item, now)) this.backgroundRefresh(req, key, item, true);
       if (this.o.keepttl) ttl = item.origTtl;
@@ -301,19 +301,28 @@ export class Cache implements Handler {
     return 0;
   }
 
+  /** A stale reply's TTL: RESPONSE_TTL when given, else 0, or with keepttl the stored duration (as CoreDNS). */
+  private staleTtl(i: Item): number {
+    const o = this.o;
+    return o.staleResponseTtl > 0 ? o.staleResponseTtl : o.keepttl ? i.origTtl : 0;
+  }
+
   private usable(i: Item | undefined, now: number): boolean {
     if (i === undefined) return false;
     const ttl = i.ttl(now);
     return ttl > 0 || (this.o.staleUpTo > 0 && -ttl < this.o.staleUpTo);
   }
 
-  /** CoreDNS getIgnoreTTL: denial cache first, then success; a SERVFAIL never shadows a fresh positive entry. */
+  /**
+   * CoreDNS getIfNotStale: denial cache first, then success; a SERVFAIL never shadows a positive entry
+   * that is fresh or still within serve_stale's DURATION.
+   */
   private lookup(key: string, now: number, m: Bound): Item | undefined {
     const n = this.ncache.get(key);
     const nOk = this.usable(n, now);
     if (nOk) {
       const p = this.pcache.get(key);
-      if (p !== undefined && ((n!.servfail && p.ttl(now) > 0) || (this.o.preferPositive && this.usable(p, now)))) {
+      if ((n!.servfail || this.o.preferPositive) && this.usable(p, now)) {
         m.hitsSuccess.inc();
         return p;
       }
@@ -380,8 +389,11 @@ export class Cache implements Handler {
     const now = this.now();
     if (!prefetch && this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs) return;
     item.refreshing = true;
-    if (prefetch) cachePrefetches.child(req.server, this.zonesLabel, this.view).inc();
+    cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
+    // A stale refresh only takes NOERROR/NXDOMAIN (CoreDNS doPrefetch uses its verify writer), so an
+    // upstream failure leaves the stale entry in place; with prefer_positive that writer caches every reply.
+    if (!prefetch && !this.o.preferPositive) cw.verify = true;
     const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
@@ -411,7 +423,7 @@ export class Cache implements Handler {
     const now = this.now();
     const serveStale = (): number => {
       this.metrics(req.server).stale.inc();
-      this.writeHit(req, w, item, this.o.staleResponseTtl, doBit, ad);
+      this.writeHit(req, w, item, this.staleTtl(item), doBit, ad);
       return 0;
     };
     if (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs)) {
@@ -447,8 +459,11 @@ export class Cache implements Handler {
     return serveStale();
   }
 
-  /** Store `res` (already classified) as the reply for `key`. */
-  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string): Item | undefined {
+  /**
+   * Store `res` (already classified) as the reply for `key`. `prefetch`: written by a refresh that has
+   * no client to answer (CoreDNS ResponseWriter.prefetch), which also drops the key's denial entry.
+   */
+  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string, prefetch: boolean): Item | undefined {
     const qname = res.question[0]!.name;
     let cacheType: 'success' | 'denial';
     let except: string[];
@@ -473,6 +488,10 @@ export class Cache implements Handler {
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
     const c = cacheType === 'success' ? this.pcache : this.ncache;
     if (c.add(key, item)) evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
+    // A positive reply is the newest state of the key; with prefer_positive only one that answers the question.
+    if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === 0 && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
+      this.ncache.remove(key);
+    }
     cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
     cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
     return item;
@@ -571,7 +590,8 @@ export class CacheWriter implements ResponseWriter {
 
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
-        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server);
+        const prefetch = this.inner === undefined || (this.verify && o.verifyTimeoutMs > 0);
+        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
         cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();

@@ -575,3 +575,23 @@ test('max_concurrent: queries over the limit are REFUSED at once and counted; th
   assert.equal((await f.ask('mc4.example.')).rcode, 0, 'a slot is free again');
   assert.equal(up.queries().some((s) => s.name === 'mc3.example.'), false);
 });
+
+test('failover RCODE with the other upstream down: the failover is not a down-skip; the list wraps and the SERVFAIL is relayed', async (t) => {
+  const sf = await Upstream.start((q, c) => { c.send(answer(q, { rcode: 2 })); });
+  const down = await Upstream.start();
+  await down.closeUdp();
+  const f = await forward(`. {\n forward . ${sf.addr} ${down.addr} {\n  policy sequential\n  failover SERVFAIL\n  max_fails 1\n  health_check 20ms\n }\n}`);
+  cleanup(t, f, sf, down);
+  const first = await f.ask('fo-down0.example.'); // the second upstream refuses, which starts its health checks
+  assert.equal(first.reply!.rcode, 2);
+  await until('second upstream down', () => f.fwd.upstreams()[1]!.healthy === false);
+  const broken = await metric('coredns_forward_healthcheck_broken_total');
+  for (let i = 1; i <= 5; i++) {
+    const before = sf.queries().length;
+    const o = await f.ask(`fo-down${i}.example.`, { id: 70 + i });
+    assert.equal(o.rcode, 0, `query ${i}: ${o.err?.message ?? ''}`);
+    assert.deepEqual(o.reply, answer(o.req.msg, { rcode: 2 }), 'the first upstream\'s SERVFAIL');
+    assert.equal(sf.queries().length, before + 2, 'asked again after skipping the down one');
+  }
+  assert.equal(await metric('coredns_forward_healthcheck_broken_total'), broken, 'not all upstreams were down');
+});

@@ -368,8 +368,7 @@ export class Forward implements UpstreamControl {
       if ((reply[2]! & 0x80) === 0 || !questionMatches(query, qEnd, reply)) return { reply, proxy };
       const rcode = reply[3]! & 0x0f;
       if (o.failoverRcodes.length > 0 && o.failoverRcodes.includes(rcode) && failovers < n - 1) {
-        failovers++;
-        fails++;
+        failovers++; // not a down-skip: it does not count towards all upstreams being down
         continue;
       }
       return { reply, proxy };
