@@ -1,9 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  isDomainName,
-  isFqdn,
-  fqdn,
   normalizeZones,
   normalizeHostExact,
   originsFromArgsOrServerBlock,
@@ -151,27 +148,6 @@ test('splitHostPort', () => {
   assert.deepEqual(splitHostPort('Example.org'), { hosts: ['Example.org'], port: '' });
   assert.deepEqual(splitHostPort('10.0.0.0/23'), { hosts: ['0.0.10.in-addr.arpa.', '1.0.10.in-addr.arpa.'], port: '' });
   assert.throws(() => splitHostPort('a..b'), { message: 'zone is not a valid domain name: a..b' });
-});
-
-test('isDomainName (miekg semantics)', () => {
-  for (const ok of ['.', 'a', 'a.', 'example.org', 'a b', 'a\\.b', 'a\\065', '*.x', '_srv._tcp', 'x'.repeat(63), 'ä.example', 'a{', '\\\\']) {
-    assert.equal(isDomainName(ok), true, ok);
-  }
-  for (const bad of ['', '..', 'a..b', '.a', 'x'.repeat(64), 'a\\', 'a.\\', ('a'.repeat(63) + '.').repeat(4) + 'a']) {
-    assert.equal(isDomainName(bad), false, bad);
-  }
-  // 63+63+63+61 labels: 254 octets is fine
-  assert.equal(isDomainName(('a'.repeat(63) + '.').repeat(3) + 'a'.repeat(61)), true);
-});
-
-test('isFqdn / fqdn', () => {
-  assert.equal(isFqdn('a.'), true);
-  assert.equal(isFqdn('a\\.'), false);
-  assert.equal(isFqdn('a\\\\.'), true);
-  assert.equal(isFqdn(''), false);
-  assert.equal(fqdn('a'), 'a.');
-  assert.equal(fqdn('a.'), 'a.');
-  assert.equal(fqdn('a\\.'), 'a\\..');
 });
 
 test('normalizeZones: plugin zone arguments', () => {

@@ -1,9 +1,10 @@
 // Server block keys and zone arguments, with the behaviour of CoreDNS's
 // core/dnsserver/register.go (InspectServerBlocks), plugin/normalize.go,
-// plugin/pkg/parse/transport.go and plugin/pkg/cidr/cidr.go, and miekg/dns's
-// IsDomainName / Fqdn.
+// plugin/pkg/parse/transport.go and plugin/pkg/cidr/cidr.go. Name syntax (miekg/dns's
+// IsDomainName, Fqdn) is wire/name.ts's.
 
 import { CorefileError } from './errors.ts';
+import { asciiLower, fqdn, isDomainName } from '../wire/name.ts';
 
 /** A normalised server block key. */
 export interface ZoneAddr {
@@ -53,74 +54,13 @@ export function splitTransport(s: string): { transport: string; addr: string } {
 
 const utf8 = new TextEncoder();
 
-function isDigitByte(c: number | undefined): boolean {
-  return c !== undefined && c >= 0x30 && c <= 0x39;
-}
-
-/** miekg/dns IsFqdn: ends in a dot that is not escaped. */
-export function isFqdn(s: string): boolean {
-  if (s === '' || !s.endsWith('.')) return false;
-  const t = s.slice(0, -1);
-  if (t === '' || !t.endsWith('\\')) return true;
-  let i = t.length - 1;
-  while (i >= 0 && t[i] === '\\') i--;
-  return (t.length - i) % 2 !== 0;
-}
-
-/** miekg/dns Fqdn: appends the root dot when missing. */
-export function fqdn(s: string): string {
-  return isFqdn(s) ? s : s + '.';
-}
-
 /**
- * miekg/dns IsDomainName (v1.1.72), on the UTF-8 bytes of `s`: any bytes allowed; rejects
- * empty input, empty labels, a leading dot (except `.`), labels of 64+ octets, names longer
- * than 255 octets on the wire and a dangling backslash.
+ * Go's strings.ToLower (simple per-rune mapping). Unicode, not the ASCII fold of DNS names
+ * (wire/name.ts asciiLower), on purpose: CoreDNS normalises Corefile zones and keys with
+ * plugin.Name.Normalize / plugin.Host.NormalizeExact, which call strings.ToLower, so a zone
+ * written with non-ASCII capitals (`ÄX.org`) is lower-cased there too. On ASCII text the two
+ * agree, and the ASCII fold is what runs.
  */
-export function isDomainName(s: string): boolean {
-  const lenmsg = 256;
-  if (s.length === 0) return false;
-  const b = utf8.encode(fqdn(s));
-  let off = 0;
-  let begin = 0;
-  let wasDot = false;
-  let escape = false;
-  for (let i = 0; i < b.length; i++) {
-    switch (b[i]) {
-      case 0x5c: // '\\'
-        escape = !escape;
-        if (off + 1 > lenmsg) return false;
-        if (isDigitByte(b[i + 1]) && isDigitByte(b[i + 2]) && isDigitByte(b[i + 3])) {
-          i += 3;
-          begin += 3;
-        } else {
-          i++;
-          begin++;
-        }
-        wasDot = false;
-        break;
-      case 0x2e: {
-        // '.'
-        escape = false;
-        if (i === 0 && b.length > 1) return false; // leading dot
-        if (wasDot) return false; // empty label
-        wasDot = true;
-        const labelLen = i - begin;
-        if (labelLen >= 64) return false;
-        off += 1 + labelLen;
-        if (off > lenmsg) return false;
-        begin = i + 1;
-        break;
-      }
-      default:
-        escape = false;
-        wasDot = false;
-    }
-  }
-  return !escape;
-}
-
-/** Go's strings.ToLower (simple per-rune mapping). */
 export function goLower(s: string): string {
   let ascii = true;
   for (let i = 0; i < s.length; i++) {
@@ -129,7 +69,7 @@ export function goLower(s: string): string {
       break;
     }
   }
-  if (ascii) return s.toLowerCase();
+  if (ascii) return asciiLower(s);
   let out = '';
   for (const ch of s) {
     if (ch === '\u0130') {
@@ -373,7 +313,7 @@ export function splitHostPort(s: string): { hosts: string[]; port: string } {
   return { hosts: cidrReverseZones(c), port };
 }
 
-/** plugin.Name(s).Normalize(): lower-case and fully qualified. */
+/** plugin.Name(s).Normalize(): lower-case (Go's strings.ToLower, see goLower) and fully qualified. */
 export function normalizeName(s: string): string {
   return goLower(fqdn(s));
 }

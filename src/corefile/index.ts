@@ -14,11 +14,9 @@ export {
   normalizeHostExact,
   normalizeName,
   originsFromArgsOrServerBlock,
-  isDomainName,
-  isFqdn,
-  fqdn,
   Transport,
   DefaultPorts,
 } from './address.ts';
 export type { ZoneAddr } from './address.ts';
+export { isDomainName, isFqdn, fqdn } from '../wire/name.ts';
 export { serverBlocksSha512, serverBlocksJson } from './hash.ts';

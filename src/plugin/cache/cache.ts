@@ -7,6 +7,7 @@ import type { Request } from '../../core/request.ts';
 import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
+import { asciiLower } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
@@ -205,23 +206,19 @@ function clamp(ttl: number, min: number, max: number): number {
   return ttl;
 }
 
-function lowerAscii(s: string): string {
-  return s.toLowerCase();
-}
-
 /** The answer section reaches the question's type (following CNAMEs from the qname). */
 function answersQuestion(m: Message): boolean {
   const q = m.question[0];
   if (q === undefined) return true;
   if (q.type === TYPE_ANY || q.type === TYPE_CNAME) return true;
-  let name = lowerAscii(q.name);
+  let name = asciiLower(q.name);
   const seen = new Set<string>();
   for (;;) {
     let next: string | undefined;
     for (const rr of m.answer) {
-      if (lowerAscii(rr.name) !== name) continue;
+      if (asciiLower(rr.name) !== name) continue;
       if (rr.type === q.type) return true;
-      if (rr.type === TYPE_CNAME) next = lowerAscii((rr.data as NameData).target);
+      if (rr.type === TYPE_CNAME) next = asciiLower((rr.data as NameData).target);
     }
     if (next === undefined || seen.has(next)) break;
     seen.add(name);
@@ -488,7 +485,7 @@ export class Cache implements Handler {
       default:
         return undefined;
     }
-    if (except.length > 0 && zonesMatches(except, lowerAscii(qname)) !== '') return undefined;
+    if (except.length > 0 && zonesMatches(except, asciiLower(qname)) !== '') return undefined;
     const stored = storedWire(res, wire, duration);
     if (stored === undefined) return undefined;
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
@@ -627,6 +624,6 @@ export class CacheWriter implements ResponseWriter {
   private matches(res: Message): boolean {
     if (res.question.length !== 1 || !res.qr) return false;
     const q = res.question[0]!;
-    return q.type === this.req.qtype && q.class === this.req.qclass && lowerAscii(q.name) === this.req.name;
+    return q.type === this.req.qtype && q.class === this.req.qclass && asciiLower(q.name) === this.req.name;
   }
 }

@@ -1,7 +1,8 @@
 // Parsing /etc/hosts-style text into lookup maps (CoreDNS plugin/hosts/hostsfile.go).
 
 import { formatIPv4, formatIPv6Go, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
-import { fqdn } from '../../wire/name.ts';
+import { nextLabel } from '../../wire/name.ts';
+import { normalizeName } from '../../corefile/address.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 
 /** Lookup maps of one source (the file, or the inline entries). Addresses are canonical text. */
@@ -46,11 +47,6 @@ export function parseHostIP(s: string): ParsedIP | undefined {
   return { family: 2, text: formatIPv6Go(b, 0) };
 }
 
-/** Go's strings.ToLower(dns.Fqdn(s)) (CoreDNS plugin.Name.Normalize). */
-export function normalizeName(s: string): string {
-  return fqdn(s).toLowerCase();
-}
-
 function isGoSpace(c: number): boolean {
   return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0x85 || c === 0xa0 || c === 0x1680 ||
     (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
@@ -90,7 +86,7 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
     const ip = parseHostIP(f[0]);
     if (ip === undefined) continue;
     for (let i = 1; i < f.length; i++) {
-      const name = normalizeName(f[i]);
+      const name = normalizeName(f[i]); // CoreDNS plugin.Name.Normalize: Go's strings.ToLower(dns.Fqdn(s))
       if (zonesMatches(origins, name) === '') continue;
       if (name.length >= 2 && name[0] === '*' && name[1] === '.') {
         add(ip.family === 1 ? hmap.wild4 : hmap.wild6, name, ip.text);
@@ -105,15 +101,8 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
 
 /** `*.` + the name without its first label; '' for the root (miekg NextLabel "shot"). */
 export function wildcardFor(qname: string): string {
-  for (let i = 0; i < qname.length; i++) {
-    const c = qname.charCodeAt(i);
-    if (c === 92) {
-      i++;
-      continue;
-    }
-    if (c === 46) return i + 1 >= qname.length ? '' : '*.' + qname.slice(i + 1);
-  }
-  return '';
+  const i = nextLabel(qname, 0);
+  return i < 0 || i >= qname.length ? '' : '*.' + qname.slice(i);
 }
 
 /** Exact entries of `host`, else those of its wildcard; undefined when none. */

@@ -6,7 +6,7 @@ import type { Handler, HandlerResult, Readiness, ResponseWriter } from '../plugi
 import type { Request } from '../../core/request.ts';
 import type { Message, ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
-import { isSubdomain, reverseToAddress } from '../../wire/name.ts';
+import { asciiLower, fqdn, isSubdomain, reverseToAddress } from '../../wire/name.ts';
 import { parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
@@ -44,10 +44,6 @@ function ipFamily(host: string): 0 | 4 | 6 {
   if (parseIPv4(host) >= 0) return 4;
   if (host.includes(':') && parseIPv6(host) !== undefined) return 6;
   return 0;
-}
-
-function fqdn(s: string): string {
-  return s.endsWith('.') ? s : s + '.';
 }
 
 /** CoreDNS's endpointHostname. */
@@ -142,7 +138,7 @@ export class Kubernetes implements Handler, Readiness {
       } catch {
         m = undefined;
       }
-      ctx.upstream!.set(`${n.toLowerCase()}|${t}`, m ?? null);
+      ctx.upstream!.set(`${asciiLower(n)}|${t}`, m ?? null);
     }));
     ctx.needs = undefined;
     const r = await this.answer(ctx, w);
@@ -351,7 +347,7 @@ export class Kubernetes implements Handler, Readiness {
       for (const s of slices) {
         for (const a of s.addresses) {
           const host = endpointHostname(a, this.o.endpointNameMode);
-          if (r.endpoint !== '' && r.endpoint !== host.toLowerCase()) continue;
+          if (r.endpoint !== '' && r.endpoint !== asciiLower(host)) continue;
           for (const p of s.ports) {
             if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
             out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${base}` });
@@ -375,7 +371,7 @@ export class Kubernetes implements Handler, Readiness {
       const out: Entry[] = [];
       for (const s of slices) {
         for (const a of s.addresses) {
-          if (zoneFilter !== undefined && a.zone.toLowerCase() !== zoneFilter) continue;
+          if (zoneFilter !== undefined && asciiLower(a.zone) !== zoneFilter) continue;
           const host = endpointHostname(a, this.o.endpointNameMode);
           for (const p of s.ports) out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${base}` });
         }
@@ -399,10 +395,10 @@ export class Kubernetes implements Handler, Readiness {
     if (si.type === 'Headless' || r.endpoint !== '') {
       if (r.endpoint !== '' && r.cluster === '') return NAME_ERROR_RESULT;
       for (const s of this.c.mcsSlicesBySvc.get(si.key) ?? []) {
-        if (r.cluster !== '' && r.cluster !== s.cluster.toLowerCase()) continue;
+        if (r.cluster !== '' && r.cluster !== asciiLower(s.cluster)) continue;
         for (const a of s.addresses) {
           const host = endpointHostname(a, this.o.endpointNameMode);
-          if (r.endpoint !== '' && r.endpoint !== host.toLowerCase()) continue;
+          if (r.endpoint !== '' && r.endpoint !== asciiLower(host)) continue;
           for (const p of s.ports) {
             if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
             out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${s.cluster}.${base}` });
@@ -528,12 +524,12 @@ export class Kubernetes implements Handler, Readiness {
     recurse: (qname: string, name: string, prev: ResourceRecord[]) => { records: ResourceRecord[]; err: number; tc: boolean },
   ): { records: ResourceRecord[]; tc: boolean } {
     const target = fqdn(e.host);
-    const targetLower = target.toLowerCase();
+    const targetLower = asciiLower(target);
     if (name === targetLower || isSubdomain(targetLower, name)) return { records: [], tc: false };
     const rec: ResourceRecord = { name: qname, type: T_CNAME, class: 1, ttl: e.ttl, data: { target } };
     if (previous.length > 7) return { records: [], tc: false };
     for (const p of previous) {
-      if (p.type === T_CNAME && p.name.toLowerCase() === qname.toLowerCase() && (p.data as { target: string }).target.toLowerCase() === targetLower) {
+      if (p.type === T_CNAME && asciiLower(p.name) === asciiLower(qname) && asciiLower((p.data as { target: string }).target) === targetLower) {
         return { records: [], tc: false };
       }
     }
@@ -569,7 +565,7 @@ export class Kubernetes implements Handler, Readiness {
       const fam = ipFamily(e.host);
       if (fam === 0) continue;
       const target = e.domain;
-      const tl = target.toLowerCase();
+      const tl = asciiLower(target);
       const srvKey = `${tl}|${e.port}`;
       if (!dupSrv.has(srvKey)) {
         dupSrv.add(srvKey);
@@ -602,7 +598,7 @@ export class Kubernetes implements Handler, Readiness {
 }
 
 function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
-  return (aPort === '' || aPort === bPort.toLowerCase()) && (aProto === '' || aProto === bProto.toLowerCase());
+  return (aPort === '' || aPort === asciiLower(bPort)) && (aProto === '' || aProto === asciiLower(bProto));
 }
 
 /** dnsutil.Dedup: drop exact duplicates (name case-insensitive, same type/class/rdata). */
@@ -615,7 +611,7 @@ function dedup(rrs: ResourceRecord[]): ResourceRecord[] {
   const seen = new Set<string>();
   const out: ResourceRecord[] = [];
   for (const r of rrs) {
-    const k = `${r.name.toLowerCase()}|${r.type}|${JSON.stringify(r.data, (_k, v: unknown) => (v instanceof Uint8Array ? Array.from(v) : v))}`;
+    const k = `${asciiLower(r.name)}|${r.type}|${JSON.stringify(r.data, (_k, v: unknown) => (v instanceof Uint8Array ? Array.from(v) : v))}`;
     if (seen.has(k)) continue;
     seen.add(k);
     out.push(r);

@@ -9,6 +9,8 @@ import type { Message } from '../../wire/types.ts';
 import { newQuery } from '../../wire/message.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
+import { asciiLower } from '../../wire/name.ts';
+import { Rcode } from '../../wire/constants.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 
 class Capture implements ResponseWriter {
@@ -20,7 +22,7 @@ class Capture implements ResponseWriter {
 /** Returns the lookup function bound to the instance and the block's port. */
 export function upstreamLookup(instance: InstanceServices, own: BlockConfig) {
   return async (req: Request, name: string, qtype: number): Promise<Message | undefined> => {
-    const lower = name.toLowerCase();
+    const lower = asciiLower(name);
     let best: BlockConfig | undefined;
     let bestZone = '';
     for (const b of instance.blockConfigs()) {
@@ -33,13 +35,13 @@ export function upstreamLookup(instance: InstanceServices, own: BlockConfig) {
     }
     const q = newQuery(name, qtype);
     // No block for the name: the server itself answers REFUSED (an empty answer section).
-    if (best === undefined) return { ...q, qr: true, rcode: 5 };
+    if (best === undefined) return { ...q, qr: true, rcode: Rcode.REFUSED };
     const wire = encodeMessage(q);
     const r2 = new Request(q, wire, req.proto, req.remoteAddress, req.remotePort, req.localAddress, req.localPort, req.server, process.hrtime.bigint());
     r2.zone = bestZone;
     const w = new Capture();
     const rc = await best.handlers[0].serveDNS(r2, w);
     // An error rcode returned unwritten becomes the server's own empty reply.
-    return w.msg ?? { ...q, qr: true, rcode: typeof rc === 'number' ? rc : 2 };
+    return w.msg ?? { ...q, qr: true, rcode: typeof rc === 'number' ? rc : Rcode.SERVFAIL };
   };
 }

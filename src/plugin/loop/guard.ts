@@ -23,7 +23,7 @@ import { decodeMessage } from '../../wire/decode.ts';
 import { newMessage, replyTo } from '../../wire/message.ts';
 import { findOptRecord } from '../../wire/scan.ts';
 import { RRClass, RRType, typeToString } from '../../wire/constants.ts';
-import { isSubdomain } from '../../wire/name.ts';
+import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { counter, gauge } from '../pkg/metrics.ts';
@@ -432,7 +432,7 @@ export class LoopGuard implements Handler {
       close();
       let reply: Message;
       try { reply = decodeMessage(b); } catch { return; }
-      const marker = reply.answer.find((rr) => rr.type === RRType.HINFO && rr.name.toLowerCase() === name
+      const marker = reply.answer.find((rr) => rr.type === RRType.HINFO && asciiLower(rr.name) === name
         && Buffer.from((rr.data as { cpu: Uint8Array }).cpu).toString() === PROBE_MARKER);
       if (marker !== undefined) {
         const os = Buffer.from((marker.data as { os: Uint8Array }).os).toString();
