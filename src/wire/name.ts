@@ -3,7 +3,7 @@
 // ASCII case-insensitive, as DNS requires (RFC 4343). This is the one home of name case folding,
 // comparison, FQDN and label operations: everything else in src uses these.
 
-import { formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
+import { formatIPv4Number, formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
 
 /** True when the final dot of `s` is a label separator (not escaped). miekg `IsFqdn`. */
 export function isFqdn(s: string): boolean {
@@ -153,7 +153,7 @@ export function reverseToAddress(name: string): string | undefined {
     const text = parts[3] + '.' + parts[2] + '.' + parts[1] + '.' + parts[0];
     const v = parseIPv4(text);
     if (v < 0) return undefined;
-    return (v >>> 24) + '.' + ((v >>> 16) & 255) + '.' + ((v >>> 8) & 255) + '.' + (v & 255);
+    return formatIPv4Number(v);
   }
   if (s.endsWith(IP6_ARPA)) {
     const body = s.slice(0, s.length - IP6_ARPA.length);

@@ -1,6 +1,6 @@
 // Parsing /etc/hosts-style text into lookup maps (CoreDNS plugin/hosts/hostsfile.go).
 
-import { formatIPv4, formatIPv6Go, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
+import { formatIPv4, formatIPv4Number, formatIPv6Go, isIPv4Mapped, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import { nextLabel } from '../../wire/name.ts';
 import { normalizeName } from '../../corefile/address.ts';
 import { zonesMatches } from '../pkg/zones.ts';
@@ -36,14 +36,10 @@ export function parseHostIP(s: string): ParsedIP | undefined {
   const pct = s.indexOf('%');
   if (pct >= 0) s = s.slice(0, pct);
   const v4 = parseIPv4(s);
-  if (v4 >= 0) {
-    return { family: 1, text: (v4 >>> 24) + '.' + ((v4 >>> 16) & 255) + '.' + ((v4 >>> 8) & 255) + '.' + (v4 & 255) };
-  }
+  if (v4 >= 0) return { family: 1, text: formatIPv4Number(v4) };
   const b = parseIPv6(s);
   if (b === undefined) return undefined;
-  let mapped = true;
-  for (let i = 0; i < 10; i++) if (b[i] !== 0) mapped = false;
-  if (mapped && b[10] === 0xff && b[11] === 0xff) return { family: 1, text: formatIPv4(b, 12) };
+  if (isIPv4Mapped(b, 0)) return { family: 1, text: formatIPv4(b, 12) };
   return { family: 2, text: formatIPv6Go(b, 0) };
 }
 

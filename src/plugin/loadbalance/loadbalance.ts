@@ -7,7 +7,8 @@ import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { roundRobin, roundRobinWire, reorderPreferred, type Cidr } from './shuffle.ts';
+import { roundRobin, roundRobinWire, reorderPreferred } from './shuffle.ts';
+import type { Cidr } from '../../wire/ip.ts';
 import type { WeightedRR } from './weighted.ts';
 
 const AXFR = 252, IXFR = 251, A = 1, AAAA = 28, SRV = 33;

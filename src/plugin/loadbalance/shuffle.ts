@@ -4,6 +4,7 @@
 // compression pointer targets a record that moves.
 
 import type { AData, ResourceRecord } from '../../wire/types.ts';
+import { cidrContains, parseIP, type Cidr } from '../../wire/ip.ts';
 
 const A = 1, NS = 2, CNAME = 5, SOA = 6, PTR = 12, MX = 15, AAAA = 28, SRV = 33;
 
@@ -52,87 +53,6 @@ export function roundRobin(rrs: ResourceRecord[]): ResourceRecord[] {
   return roundRobinOrder(rrs, (r) => r.type);
 }
 
-export interface Cidr {
-  v6: boolean;
-  bytes: Uint8Array;
-  bits: number;
-}
-
-export function ipBytes(s: string): Uint8Array | undefined {
-  if (s.includes(':')) {
-    // expand IPv6
-    let head = s, tail = '';
-    const dbl = s.indexOf('::');
-    if (dbl >= 0) { head = s.slice(0, dbl); tail = s.slice(dbl + 2); }
-    const parse = (part: string): number[] | undefined => {
-      if (part === '') return [];
-      const out: number[] = [];
-      const groups = part.split(':');
-      for (let i = 0; i < groups.length; i++) {
-        const g = groups[i]!;
-        if (g.includes('.')) {
-          const v4 = ipBytes(g);
-          if (v4 === undefined || v4.length !== 4 || i !== groups.length - 1) return undefined;
-          out.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-          continue;
-        }
-        if (!/^[0-9a-fA-F]{1,4}$/.test(g)) return undefined;
-        out.push(parseInt(g, 16));
-      }
-      return out;
-    };
-    const h = parse(head), t = parse(tail);
-    if (h === undefined || t === undefined) return undefined;
-    const fill = 8 - h.length - t.length;
-    if (dbl >= 0 ? fill < 1 : fill !== 0) return undefined;
-    const words = [...h, ...new Array<number>(dbl >= 0 ? fill : 0).fill(0), ...t];
-    const b = new Uint8Array(16);
-    for (let i = 0; i < 8; i++) { b[2 * i] = words[i]! >> 8; b[2 * i + 1] = words[i]! & 0xff; }
-    return b;
-  }
-  const parts = s.split('.');
-  if (parts.length !== 4) return undefined;
-  const b = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    const p = parts[i]!;
-    if (!/^[0-9]{1,3}$/.test(p) || Number(p) > 255 || (p.length > 1 && p[0] === '0')) return undefined;
-    b[i] = Number(p);
-  }
-  return b;
-}
-
-/** Go net.ParseCIDR; throws Go's error text. */
-export function parseCidr(s: string): Cidr {
-  const slash = s.indexOf('/');
-  const err = new Error(`invalid CIDR address: ${s}`);
-  if (slash < 0) throw err;
-  const ip = ipBytes(s.slice(0, slash));
-  const bitsText = s.slice(slash + 1);
-  if (ip === undefined || !/^[0-9]+$/.test(bitsText)) throw err;
-  const bits = Number(bitsText);
-  if (bits > ip.length * 8) throw err;
-  return { v6: ip.length === 16, bytes: ip, bits };
-}
-
-function contains(c: Cidr, ip: Uint8Array): boolean {
-  let b = ip;
-  if (!c.v6 && ip.length === 16) {
-    // IPv4-mapped IPv6 matches IPv4 networks (Go's To4)
-    for (let i = 0; i < 10; i++) if (ip[i] !== 0) return false;
-    if (ip[10] !== 0xff || ip[11] !== 0xff) return false;
-    b = ip.subarray(12);
-  } else if (c.v6 && ip.length === 4) {
-    return false;
-  }
-  if (b.length !== c.bytes.length) return false;
-  let bits = c.bits;
-  for (let i = 0; bits > 0; i++, bits -= 8) {
-    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
-    if ((b[i]! & mask) !== (c.bytes[i]! & mask)) return false;
-  }
-  return true;
-}
-
 /** CoreDNS reorderRecords: CNAMEs, addresses in preferred-subnet order, MX, the rest. */
 export function reorderPreferred(rrs: ResourceRecord[], subnets: Cidr[]): ResourceRecord[] {
   const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
@@ -146,12 +66,12 @@ export function reorderPreferred(rrs: ResourceRecord[], subnets: Cidr[]): Resour
   }
   const matched: ResourceRecord[] = [];
   const seen = new Set<number>();
-  const ips = address.map((r) => ipBytes((r.data as AData).address));
+  const ips = address.map((r) => parseIP((r.data as AData).address));
   for (const sn of subnets) {
     for (let i = 0; i < address.length; i++) {
       if (seen.has(i)) continue;
       const ip = ips[i];
-      if (ip !== undefined && contains(sn, ip)) { matched.push(address[i]!); seen.add(i); }
+      if (ip !== undefined && cidrContains(sn, ip)) { matched.push(address[i]!); seen.add(i); }
     }
   }
   for (let i = 0; i < address.length; i++) if (!seen.has(i)) matched.push(address[i]!);
