@@ -11,7 +11,7 @@ import { asciiLower } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
-import { scan, writeTtl } from './wirescan.ts';
+import { removeOpt, scanRecords, writeTtl } from '../../wire/scan.ts';
 import { cacheDrops, cacheHits, cacheMisses, cachePrefetches, cacheRequests, cacheSize, evictions, servedStale } from './metrics.ts';
 
 const SHARDS = 256;
@@ -501,16 +501,10 @@ export class Cache implements Handler {
 function storedWire(res: Message, wire: Uint8Array | undefined, duration: number): { wire: Buffer; ttls: number[]; qEnd: number } | undefined {
   let b: Buffer | undefined;
   if (wire !== undefined) {
-    const s = scan(wire);
+    const s = scanRecords(wire);
     if (s !== undefined) {
-      if (s.optStart < 0) {
-        b = Buffer.from(wire);
-      } else if (s.optEnd === wire.length) {
-        b = Buffer.from(wire.subarray(0, s.optStart));
-        const ar = ((b[10]! << 8) | b[11]!) - 1;
-        b[10] = ar >> 8;
-        b[11] = ar & 0xff;
-      }
+      if (s.optStart < 0) b = Buffer.from(wire);
+      else if (s.optEnd === wire.length) b = removeOpt(wire, s.optStart, s.optEnd);
     }
   }
   if (b === undefined) {
@@ -520,7 +514,7 @@ function storedWire(res: Message, wire: Uint8Array | undefined, duration: number
       return undefined;
     }
   }
-  const s = scan(b);
+  const s = scanRecords(b);
   if (s === undefined) return undefined;
   for (const off of s.ttls) writeTtl(b, off, duration);
   return { wire: b, ttls: s.ttls, qEnd: s.qEnd };
@@ -600,14 +594,9 @@ export class CacheWriter implements ResponseWriter {
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
     if (wire !== undefined) {
-      const s = scan(wire);
+      const s = scanRecords(wire);
       if (s !== undefined && (s.optStart < 0 || s.optEnd === wire.length)) {
-        const out = Buffer.from(s.optStart < 0 ? wire : wire.subarray(0, s.optStart));
-        if (s.optStart >= 0) {
-          const ar = ((out[10]! << 8) | out[11]!) - 1;
-          out[10] = ar >> 8;
-          out[11] = ar & 0xff;
-        }
+        const out = s.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, s.optStart, s.optEnd);
         for (const off of s.ttls) writeTtl(out, off, duration);
         if (clearAd) out[3] = out[3]! & ~0x20;
         inner.writeWire(out);

@@ -14,7 +14,7 @@ import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
 import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
-import { questionEnd, questionMatches } from '../pkg/proxy/conn.ts';
+import { questionEnd, questionMatches } from '../../wire/scan.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';

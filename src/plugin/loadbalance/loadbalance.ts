@@ -1,7 +1,7 @@
 // loadbalance: reorders the records of NOERROR replies written by the rest of
 // the chain (CoreDNS plugin/loadbalance).
 
-import { skipName } from '../../wire/scan.ts';
+import { questionEnd } from '../../wire/scan.ts';
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
@@ -51,8 +51,8 @@ export class LoadBalance implements Handler {
 
 function qtypeOfWire(b: Uint8Array): number {
   if (b.length < 12 || ((b[4]! << 8) | b[5]!) === 0) return -1;
-  const p = skipName(b, 12);
-  return p >= 0 && p + 2 <= b.length ? (b[p]! << 8) | b[p + 1]! : -1;
+  const p = questionEnd(b);
+  return p < 0 ? -1 : (b[p - 4]! << 8) | b[p - 3]!;
 }
 
 export class LoadBalanceWriter implements ResponseWriter {

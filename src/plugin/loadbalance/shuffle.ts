@@ -5,6 +5,7 @@
 
 import type { AData, ResourceRecord } from '../../wire/types.ts';
 import { cidrContains, parseIP, type Cidr } from '../../wire/ip.ts';
+import { skipName } from '../../wire/scan.ts';
 
 const A = 1, NS = 2, CNAME = 5, SOA = 6, PTR = 12, MX = 15, AAAA = 28, SRV = 33;
 
@@ -82,23 +83,6 @@ export function reorderPreferred(rrs: ResourceRecord[], subnets: Cidr[]): Resour
 
 interface WireRR { start: number; end: number; type: number }
 
-/** Walk a name at p; records pointer targets; returns the offset after the name or -1. */
-function walkName(b: Uint8Array, p: number, targets: number[]): number {
-  const n = b.length;
-  while (p < n) {
-    const l = b[p]!;
-    if (l === 0) return p + 1;
-    if ((l & 0xc0) === 0xc0) {
-      if (p + 1 >= n) return -1;
-      targets.push(((l & 0x3f) << 8) | b[p + 1]!);
-      return p + 2;
-    }
-    if ((l & 0xc0) !== 0) return -1;
-    p += l + 1;
-  }
-  return -1;
-}
-
 /**
  * round_robin on wire bytes. Returns the reordered copy, `b` itself when nothing moves, or
  * undefined when it cannot be done safely on bytes (the caller then decodes).
@@ -110,7 +94,7 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
   const targets: number[] = [];
   let p = 12;
   for (let i = 0; i < qd; i++) {
-    p = walkName(b, p, targets);
+    p = skipName(b, p, targets);
     if (p < 0) return undefined;
     p += 4;
   }
@@ -118,7 +102,7 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
   for (let s = 0; s < 3; s++) {
     for (let i = 0; i < counts[s]!; i++) {
       const start = p;
-      p = walkName(b, p, targets);
+      p = skipName(b, p, targets);
       if (p < 0 || p + 10 > b.length) return undefined;
       const type = (b[p]! << 8) | b[p + 1]!;
       const rdStart = p + 10;
@@ -126,17 +110,17 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
       if (end > b.length) return undefined;
       switch (type) {
         case NS: case CNAME: case PTR:
-          if (walkName(b, rdStart, targets) < 0) return undefined;
+          if (skipName(b, rdStart, targets) < 0) return undefined;
           break;
         case MX:
-          if (walkName(b, rdStart + 2, targets) < 0) return undefined;
+          if (skipName(b, rdStart + 2, targets) < 0) return undefined;
           break;
         case SRV:
-          if (walkName(b, rdStart + 6, targets) < 0) return undefined;
+          if (skipName(b, rdStart + 6, targets) < 0) return undefined;
           break;
         case SOA: {
-          const q = walkName(b, rdStart, targets);
-          if (q < 0 || walkName(b, q, targets) < 0) return undefined;
+          const q = skipName(b, rdStart, targets);
+          if (q < 0 || skipName(b, q, targets) < 0) return undefined;
           break;
         }
         default:

@@ -21,7 +21,7 @@ import type { Message, EdnsOption } from '../../wire/types.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { newMessage, replyTo } from '../../wire/message.ts';
-import { findOptRecord } from '../../wire/scan.ts';
+import { findOptRecord, withoutOpt } from '../../wire/scan.ts';
 import { RRClass, RRType, typeToString } from '../../wire/constants.ts';
 import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
@@ -577,21 +577,6 @@ function edeTexts(b: Uint8Array): string[] {
   return out;
 }
 
-/** A copy of a wire reply without its OPT record. */
-function stripOpt(b: Uint8Array): Uint8Array {
-  const at = findOptRecord(b);
-  if (at < 0) return b;
-  const rdlen = (b[at + 9]! << 8) | b[at + 10]!;
-  const end = at + 11 + rdlen;
-  const out = Buffer.allocUnsafe(b.length - (end - at));
-  out.set(b.subarray(0, at), 0);
-  out.set(b.subarray(end), at);
-  const ar = ((out[10]! << 8) | out[11]!) - 1;
-  out[10] = ar >> 8;
-  out[11] = ar & 0xff;
-  return out;
-}
-
 /** Sits between loop and forward: notices our loop EDE in replies; removes the OPT we added for the client. */
 class GuardWriter implements ResponseWriter {
   private readonly guard: LoopGuard;
@@ -614,7 +599,7 @@ class GuardWriter implements ResponseWriter {
         if (this.req.msg.edns !== undefined) this.req.addExtendedError(edeOption(LOOP_EDE_CODE, t));
       }
     }
-    this.inner.writeWire(this.strip ? stripOpt(reply) : reply);
+    this.inner.writeWire(this.strip ? withoutOpt(reply) : reply);
   }
 
   writeMsg(reply: Message): void {
