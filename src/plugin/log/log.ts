@@ -8,7 +8,7 @@ import { replyTo } from '../../wire/message.ts';
 import { isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { Recorder } from '../pkg/recorder.ts';
-import { messageLength } from '../pkg/msglen.ts';
+import { messageLength } from '../../wire/msglen.ts';
 import type { CompiledFormat } from '../pkg/replacer.ts';
 import { ResponseClass, classify, responseClassToString, responseTypeToString, typify } from '../pkg/response.ts';
 

@@ -14,7 +14,7 @@ import { PluginError, isClientErrorRcode } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { messageLength } from '../pkg/msglen.ts';
+import { messageLength } from '../../wire/msglen.ts';
 import { report, zoneSeries, type ZoneSeries } from './vars.ts';
 
 /** Records the rcode and the size of what the chain writes, and passes it on. */

@@ -1,10 +1,12 @@
 // The length of a message packed without name compression (miekg's Msg.Len()
 // with Compress=false): what CoreDNS logs as `{rsize}`. Walks the model; builds nothing.
+// (encode.ts's messageLength gives the same number by encoding into its scratch buffer;
+// this one only adds up sizes, for the per-query log and metrics paths.)
 
 import type {
   CAAData, DNSKEYData, DSData, HINFOData, Message, MXData, NAPTRData, NameData, NSEC3Data,
   NSEC3PARAMData, NSECData, RData, ResourceRecord, RRSIGData, SOAData, SRVData, SVCBData, TLSAData, TXTData,
-} from '../../wire/types.ts';
+} from './types.ts';
 
 /** Wire length of a presentation-form name (escapes `\.`, `\\`, `\DDD` count as one octet). */
 export function nameWireLength(name: string): number {
