@@ -11,7 +11,7 @@ import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
-import { Rcode, RRClass, RRType } from '../wire/constants.ts';
+import { EdnsOption as OptionCode, Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
 import { Request, type Transport } from './request.ts';
 import { log } from './log.ts';
 
@@ -62,7 +62,7 @@ export function serveMessage(
   const flagsHi = wire[2]!;
   if (flagsHi & 0x80) return; // a response: ignore
   const opcode = (flagsHi >> 3) & 0xf;
-  if (opcode !== 0 && opcode !== 4) {
+  if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY) {
     sink.send(headerReply(wire, Rcode.NOTIMP, true));
     return;
   }
@@ -268,7 +268,7 @@ export function sizeAndDo(req: Request, reply: Message): void {
 // NSID, EXPIRE, COOKIE, TCP-KEEPALIVE, PADDING: the options CoreDNS passes back untouched.
 function isEchoedOption(o: { code: number }): boolean {
   const c = o.code;
-  return c === 3 || c === 9 || c === 10 || c === 11 || c === 12;
+  return c === OptionCode.NSID || c === OptionCode.EXPIRE || c === OptionCode.COOKIE || c === OptionCode.TCP_KEEPALIVE || c === OptionCode.PADDING;
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */

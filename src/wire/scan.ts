@@ -3,6 +3,8 @@
 // in place, or where a reply's TTLs sit so a cached copy can be served by
 // patching bytes. The one home of wire walking outside the codec.
 
+import { RRType } from './constants.ts';
+
 /**
  * Offset just past the name at `off`, or -1 when it runs off the buffer. A compression pointer
  * ends the name (it is not followed); with `targets`, the offset each pointer points to is pushed
@@ -70,7 +72,7 @@ export function findOptRecord(buf: Uint8Array): number {
     if (off < 0 || off + 10 > buf.length) return -2;
     const type = (buf[off]! << 8) | buf[off + 1]!;
     const rdlen = (buf[off + 8]! << 8) | buf[off + 9]!;
-    if (i >= before && type === 41) return start;
+    if (i >= before && type === RRType.OPT) return start;
     off += 10 + rdlen;
     if (off > buf.length) return -2;
   }
@@ -110,7 +112,7 @@ export function scanRecords(b: Uint8Array): RecordScan | undefined {
     const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
     const end = p + 10 + rdlen;
     if (end > b.length) return undefined;
-    if (type === 41) {
+    if (type === RRType.OPT) {
       out.optStart = start;
       out.optEnd = end;
     } else {

@@ -8,6 +8,7 @@ import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { asciiLower } from '../../wire/name.ts';
+import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
@@ -15,9 +16,6 @@ import { removeOpt, scanRecords, writeTtl } from '../../wire/scan.ts';
 import { cacheDrops, cacheHits, cacheMisses, cachePrefetches, cacheRequests, cacheSize, evictions, servedStale } from './metrics.ts';
 
 const SHARDS = 256;
-const TYPE_SOA = 6;
-const TYPE_CNAME = 5;
-const TYPE_ANY = 255;
 /** dnsutil.MinimalDefaultTTL / MaximumDefaulTTL */
 const MIN_DEFAULT_TTL = 5;
 const MAX_DEFAULT_TTL = 3600;
@@ -191,7 +189,7 @@ export function minimalTtl(m: Message, mt: number): number {
     for (let i = 0; i < sec.length; i++) {
       const rr = sec[i]!;
       if (rr.ttl < min) min = rr.ttl;
-      if (denial && rr.type === TYPE_SOA && sec === m.authority) {
+      if (denial && rr.type === RRType.SOA && sec === m.authority) {
         const mm = (rr.data as SOAData).minimum;
         if (mm < min) min = mm;
       }
@@ -210,7 +208,7 @@ function clamp(ttl: number, min: number, max: number): number {
 function answersQuestion(m: Message): boolean {
   const q = m.question[0];
   if (q === undefined) return true;
-  if (q.type === TYPE_ANY || q.type === TYPE_CNAME) return true;
+  if (q.type === RRType.ANY || q.type === RRType.CNAME) return true;
   let name = asciiLower(q.name);
   const seen = new Set<string>();
   for (;;) {
@@ -218,7 +216,7 @@ function answersQuestion(m: Message): boolean {
     for (const rr of m.answer) {
       if (asciiLower(rr.name) !== name) continue;
       if (rr.type === q.type) return true;
-      if (rr.type === TYPE_CNAME) next = asciiLower((rr.data as NameData).target);
+      if (rr.type === RRType.CNAME) next = asciiLower((rr.data as NameData).target);
     }
     if (next === undefined || seen.has(next)) break;
     seen.add(name);
@@ -234,7 +232,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array, from: number, to: number): bool
 }
 
 function hasSoa(rrs: ResourceRecord[]): boolean {
-  for (const rr of rrs) if (rr.type === TYPE_SOA) return true;
+  for (const rr of rrs) if (rr.type === RRType.SOA) return true;
   return false;
 }
 
@@ -353,8 +351,8 @@ export class Cache implements Handler {
     out[0] = id >> 8;
     out[1] = id & 0xff;
     const opcode = msg.opcode;
-    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === 0 && msg.rd ? 0x01 : 0);
-    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === 0 && msg.cd ? 0x10 : 0) | item.rcode;
+    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === Opcode.QUERY && msg.rd ? 0x01 : 0);
+    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === Opcode.QUERY && msg.cd ? 0x10 : 0) | item.rcode;
     // The client's question bytes (req.wire) stand in the reply when they equal the stored ones;
     // a plugin before us that rewrote the question makes them differ, which the rebuild handles.
     if (req.questionEnd !== item.qEnd || !sameBytes(req.wire, src, 12, item.qEnd)) {
@@ -562,7 +560,7 @@ export class CacheWriter implements ResponseWriter {
 
   private process(res: Message, wire: Uint8Array | undefined): void {
     if (this.verify) {
-      if (res.rcode !== 0 && res.rcode !== 3) return; // not a usable refresh: the stale entry is served
+      if (res.rcode !== Rcode.NOERROR && res.rcode !== Rcode.NXDOMAIN) return; // not a usable refresh: the stale entry is served
       this.refreshed = !this.late;
     }
     const c = this.c;

@@ -13,9 +13,7 @@ import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { Controller, type EndpointAddress, type Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
-
-const T_A = 1, T_NS = 2, T_CNAME = 5, T_SOA = 6, T_PTR = 12, T_MX = 15, T_TXT = 16, T_AAAA = 28, T_SRV = 33, T_IXFR = 251, T_AXFR = 252;
-const NOERROR = 0, SERVFAIL = 2, NXDOMAIN = 3, REFUSED = 5;
+import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 
 /** CoreDNS's msg.Service, reduced to what the kubernetes backend fills in. */
 interface Entry {
@@ -115,7 +113,7 @@ export class Kubernetes implements Handler, Readiness {
     const zl = zonesMatches(this.o.zones, name);
     if (zl === '') return nextOrFailure(this.name, this.next, req, w);
     const qtype = req.qtype;
-    if (qtype === T_AXFR || qtype === T_IXFR) return REFUSED;
+    if (qtype === RRType.AXFR || qtype === RRType.IXFR) return Rcode.REFUSED;
     const qname = req.qname;
     const ctx: Ctx = {
       req, zoneLower: zl, zone: zl === '.' ? '.' : qname.slice(qname.length - zl.length),
@@ -142,7 +140,7 @@ export class Kubernetes implements Handler, Readiness {
     }));
     ctx.needs = undefined;
     const r = await this.answer(ctx, w);
-    return r === -1 ? SERVFAIL : r;
+    return r === -1 ? Rcode.SERVFAIL : r;
   }
 
   /** Builds and writes the reply; -1 when upstream lookups must happen first. */
@@ -156,26 +154,26 @@ export class Kubernetes implements Handler, Readiness {
     let err = OK;
     let tc = false;
     switch (qtype) {
-      case T_A:
-      case T_AAAA: {
+      case RRType.A:
+      case RRType.AAAA: {
         const r = this.addresses(ctx, qname, name, qtype, []);
         records = r.records; err = r.err; tc = r.tc;
         break;
       }
-      case T_TXT: {
+      case RRType.TXT: {
         const r = this.txt(ctx, qname, name, []);
         records = r.records; err = r.err; tc = r.tc;
         break;
       }
-      case T_CNAME: {
+      case RRType.CNAME: {
         const s = this.services(ctx, name, qtype);
         err = s.err;
         if (err === OK && s.entries.length > 0 && ipFamily(s.entries[0].host) === 0) {
-          records = [{ name: qname, type: T_CNAME, class: 1, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
+          records = [{ name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
         }
         break;
       }
-      case T_PTR: {
+      case RRType.PTR: {
         const s = this.reverse(ctx, name);
         err = s.err;
         if (err === OK) {
@@ -183,50 +181,50 @@ export class Kubernetes implements Handler, Readiness {
           for (const e of s.entries) {
             if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
             dup.add(e.host);
-            records.push({ name: qname, type: T_PTR, class: 1, ttl: e.ttl, data: { target: fqdn(e.host) } });
+            records.push({ name: qname, type: RRType.PTR, class: RRClass.IN, ttl: e.ttl, data: { target: fqdn(e.host) } });
           }
         }
         break;
       }
-      case T_MX: {
+      case RRType.MX: {
         // The kubernetes backend never marks entries as mail: only the error matters.
         err = this.services(ctx, name, qtype).err;
         break;
       }
-      case T_SRV: {
+      case RRType.SRV: {
         const r = this.srv(ctx, qname, name);
         records = r.records; extra = r.extra; err = r.err;
         break;
       }
-      case T_SOA:
+      case RRType.SOA:
         if (name === ctx.zoneLower) records = [this.soa(ctx)];
         break;
-      case T_NS:
+      case RRType.NS:
         if (name === ctx.zoneLower) {
           const r = this.ns(ctx, qname);
           records = r.records; extra = r.extra;
           break;
         }
-        err = this.addresses(ctx, qname, name, T_A, []).err;
+        err = this.addresses(ctx, qname, name, RRType.A, []).err;
         break;
       default:
         // A fake A lookup tells NXDOMAIN from NODATA.
-        err = this.addresses(ctx, qname, name, T_A, []).err;
+        err = this.addresses(ctx, qname, name, RRType.A, []).err;
     }
     if (ctx.needs !== undefined && ctx.upstream === undefined) return -1;
 
     if (err === NAME_ERROR) {
       if (this.o.fall.through(name)) return nextOrFailure(this.name, this.next, req, w);
-      return this.backendError(ctx, w, this.c.hasSynced() ? NXDOMAIN : SERVFAIL);
+      return this.backendError(ctx, w, this.c.hasSynced() ? Rcode.NXDOMAIN : Rcode.SERVFAIL);
     }
-    if (records.length === 0) return this.backendError(ctx, w, NOERROR);
+    if (records.length === 0) return this.backendError(ctx, w, Rcode.NOERROR);
     const m = replyTo(req.msg);
     m.aa = true;
     m.tc = tc;
     m.answer = dedup(records);
     m.additional = dedup(extra);
     w.writeMsg(m);
-    return NOERROR;
+    return Rcode.NOERROR;
   }
 
   private backendError(ctx: Ctx, w: ResponseWriter, rcode: number): number {
@@ -235,7 +233,7 @@ export class Kubernetes implements Handler, Readiness {
     m.aa = true;
     m.authority = [this.soa(ctx)];
     w.writeMsg(m);
-    return NOERROR;
+    return Rcode.NOERROR;
   }
 
   soa(ctx: Ctx): ResourceRecord {
@@ -244,7 +242,7 @@ export class Kubernetes implements Handler, Readiness {
     const join = (p: string) => (zone === '.' ? p + '.' : `${p}.${zone}`);
     const serial = (ctx.multicluster ? this.c.modifiedMulticluster : this.c.modified) >>> 0;
     return {
-      name: zone, type: T_SOA, class: 1, ttl: Math.min(ttl, 300),
+      name: zone, type: RRType.SOA, class: RRClass.IN, ttl: Math.min(ttl, 300),
       data: { mname: join('ns.dns'), rname: join('hostmaster'), serial, refresh: 7200, retry: 1800, expire: 86400, minimum: ttl },
     };
   }
@@ -257,7 +255,7 @@ export class Kubernetes implements Handler, Readiness {
   }
 
   private services(ctx: Ctx, name: string, qtype: number): Result {
-    if (qtype === T_TXT) {
+    if (qtype === RRType.TXT) {
       const t = this.trimZone(name, ctx);
       if (t === 'dns-version') {
         return { entries: [{ host: '', port: 0, ttl: 28800, domain: ctx.req.qname, text: '1.1.0' }], err: OK };
@@ -267,17 +265,17 @@ export class Kubernetes implements Handler, Readiness {
       if (r.err === OK && r.entries.length === 0) return NAME_ERROR_RESULT;
       return r.err === OK ? NODATA_RESULT : r;
     }
-    if (qtype === T_NS) return { entries: this.nsEntries(ctx), err: OK };
+    if (qtype === RRType.NS) return { entries: this.nsEntries(ctx), err: OK };
     if (name === 'ns.dns.' + (ctx.zoneLower === '.' ? '' : ctx.zoneLower)) {
       const out: Entry[] = [];
       for (const e of this.nsEntries(ctx)) {
         const fam = ipFamily(e.host);
-        if ((fam === 4 && qtype === T_A) || (fam === 6 && qtype === T_AAAA)) out.push({ ...e, domain: ctx.req.qname });
+        if ((fam === 4 && qtype === RRType.A) || (fam === 6 && qtype === RRType.AAAA)) out.push({ ...e, domain: ctx.req.qname });
       }
       return { entries: out, err: OK };
     }
     const r = this.records(ctx, name);
-    if (qtype !== T_SRV || r.entries.length === 0) return r;
+    if (qtype !== RRType.SRV || r.entries.length === 0) return r;
     return { entries: r.entries.filter((e) => ipFamily(e.host) !== 0), err: r.err };
   }
 
@@ -481,7 +479,7 @@ export class Kubernetes implements Handler, Readiness {
     const records: ResourceRecord[] = [];
     let tc = false;
     const dup = new Set<string>();
-    const want = qtype === T_A ? 4 : 6;
+    const want = qtype === RRType.A ? 4 : 6;
     for (const e of s.entries) {
       const fam = ipFamily(e.host);
       if (fam === 0) {
@@ -492,13 +490,13 @@ export class Kubernetes implements Handler, Readiness {
       }
       if (fam !== want || dup.has(e.host)) continue;
       dup.add(e.host);
-      records.push({ name: qname, type: qtype, class: 1, ttl: e.ttl, data: { address: e.host } });
+      records.push({ name: qname, type: qtype, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
     }
     return { records, err: OK, tc };
   }
 
   private txt(ctx: Ctx, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
-    const s = this.services(ctx, name, T_TXT);
+    const s = this.services(ctx, name, RRType.TXT);
     if (s.err !== OK) return { records: [], err: s.err, tc: false };
     const records: ResourceRecord[] = [];
     let tc = false;
@@ -507,11 +505,11 @@ export class Kubernetes implements Handler, Readiness {
       if (e.text !== undefined) {
         if (dup.has(e.text)) continue;
         dup.add(e.text);
-        records.push({ name: qname, type: T_TXT, class: 1, ttl: e.ttl, data: { strings: [new TextEncoder().encode(e.text)] } });
+        records.push({ name: qname, type: RRType.TXT, class: RRClass.IN, ttl: e.ttl, data: { strings: [new TextEncoder().encode(e.text)] } });
         continue;
       }
       if (ipFamily(e.host) !== 0) continue;
-      const c = this.cname(ctx, qname, name, T_TXT, e, previous, (q, n, prev) => this.txt(ctx, q, n, prev));
+      const c = this.cname(ctx, qname, name, RRType.TXT, e, previous, (q, n, prev) => this.txt(ctx, q, n, prev));
       if (c.tc) tc = true;
       for (const r of c.records) records.push(r);
     }
@@ -526,10 +524,10 @@ export class Kubernetes implements Handler, Readiness {
     const target = fqdn(e.host);
     const targetLower = asciiLower(target);
     if (name === targetLower || isSubdomain(targetLower, name)) return { records: [], tc: false };
-    const rec: ResourceRecord = { name: qname, type: T_CNAME, class: 1, ttl: e.ttl, data: { target } };
+    const rec: ResourceRecord = { name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: e.ttl, data: { target } };
     if (previous.length > 7) return { records: [], tc: false };
     for (const p of previous) {
-      if (p.type === T_CNAME && asciiLower(p.name) === asciiLower(qname) && asciiLower((p.data as { target: string }).target) === targetLower) {
+      if (p.type === RRType.CNAME && asciiLower(p.name) === asciiLower(qname) && asciiLower((p.data as { target: string }).target) === targetLower) {
         return { records: [], tc: false };
       }
     }
@@ -550,7 +548,7 @@ export class Kubernetes implements Handler, Readiness {
   }
 
   private srv(ctx: Ctx, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
-    const s = this.services(ctx, name, T_SRV);
+    const s = this.services(ctx, name, RRType.SRV);
     if (s.err !== OK) return { records: [], extra: [], err: s.err };
     const records: ResourceRecord[] = [];
     const extra: ResourceRecord[] = [];
@@ -569,12 +567,12 @@ export class Kubernetes implements Handler, Readiness {
       const srvKey = `${tl}|${e.port}`;
       if (!dupSrv.has(srvKey)) {
         dupSrv.add(srvKey);
-        records.push({ name: qname, type: T_SRV, class: 1, ttl: e.ttl, data: { priority: 0, weight, port: e.port & 0xffff, target } });
+        records.push({ name: qname, type: RRType.SRV, class: RRClass.IN, ttl: e.ttl, data: { priority: 0, weight, port: e.port & 0xffff, target } });
       }
       const addrKey = `${tl}|${e.host}`;
       if (!dupAddr.has(addrKey)) {
         dupAddr.add(addrKey);
-        extra.push({ name: target, type: fam === 4 ? T_A : T_AAAA, class: 1, ttl: e.ttl, data: { address: e.host } });
+        extra.push({ name: target, type: fam === 4 ? RRType.A : RRType.AAAA, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
       }
     }
     return { records, extra, err: OK };
@@ -588,10 +586,10 @@ export class Kubernetes implements Handler, Readiness {
     for (const e of this.nsEntries(ctx)) {
       const fam = ipFamily(e.host);
       if (fam === 0) continue;
-      extra.push({ name: e.domain, type: fam === 4 ? T_A : T_AAAA, class: 1, ttl: e.ttl, data: { address: e.host } });
+      extra.push({ name: e.domain, type: fam === 4 ? RRType.A : RRType.AAAA, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
       if (seen.has(e.domain)) continue;
       seen.add(e.domain);
-      records.push({ name: ctx.req.qname, type: T_NS, class: 1, ttl: e.ttl, data: { target: e.domain } });
+      records.push({ name: ctx.req.qname, type: RRType.NS, class: RRClass.IN, ttl: e.ttl, data: { target: e.domain } });
     }
     return { records, extra };
   }
@@ -606,7 +604,7 @@ function dedup(rrs: ResourceRecord[]): ResourceRecord[] {
   if (rrs.length < 2) return rrs;
   // Only CNAME chains (ExternalName) can repeat a record: every other builder de-duplicates as it goes.
   let chained = false;
-  for (let i = 0; i < rrs.length; i++) if (rrs[i].type === T_CNAME) { chained = true; break; }
+  for (let i = 0; i < rrs.length; i++) if (rrs[i].type === RRType.CNAME) { chained = true; break; }
   if (!chained) return rrs;
   const seen = new Set<string>();
   const out: ResourceRecord[] = [];

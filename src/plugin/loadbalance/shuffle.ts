@@ -6,8 +6,7 @@
 import type { AData, ResourceRecord } from '../../wire/types.ts';
 import { cidrContains, parseIP, type Cidr } from '../../wire/ip.ts';
 import { skipName } from '../../wire/scan.ts';
-
-const A = 1, NS = 2, CNAME = 5, SOA = 6, PTR = 12, MX = 15, AAAA = 28, SRV = 33;
+import { RRType } from '../../wire/constants.ts';
 
 function shuffleInPlace<T>(r: T[]): void {
   const l = r.length;
@@ -28,8 +27,8 @@ export function roundRobinOrder<T>(items: T[], typeOf: (x: T) => number): T[] {
   let allA = true, allAAAA = true;
   for (const it of items) {
     const t = typeOf(it);
-    if (t !== A) allA = false;
-    if (t !== AAAA) allAAAA = false;
+    if (t !== RRType.A) allA = false;
+    if (t !== RRType.AAAA) allAAAA = false;
   }
   if (items.length > 0 && (allA || allAAAA)) {
     const out = items.slice();
@@ -39,9 +38,9 @@ export function roundRobinOrder<T>(items: T[], typeOf: (x: T) => number): T[] {
   const cname: T[] = [], address: T[] = [], mx: T[] = [], rest: T[] = [];
   for (const it of items) {
     switch (typeOf(it)) {
-      case CNAME: cname.push(it); break;
-      case A: case AAAA: address.push(it); break;
-      case MX: mx.push(it); break;
+      case RRType.CNAME: cname.push(it); break;
+      case RRType.A: case RRType.AAAA: address.push(it); break;
+      case RRType.MX: mx.push(it); break;
       default: rest.push(it);
     }
   }
@@ -59,9 +58,9 @@ export function reorderPreferred(rrs: ResourceRecord[], subnets: Cidr[]): Resour
   const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
   for (const r of rrs) {
     switch (r.type) {
-      case CNAME: cname.push(r); break;
-      case A: case AAAA: address.push(r); break;
-      case MX: mx.push(r); break;
+      case RRType.CNAME: cname.push(r); break;
+      case RRType.A: case RRType.AAAA: address.push(r); break;
+      case RRType.MX: mx.push(r); break;
       default: rest.push(r);
     }
   }
@@ -109,16 +108,16 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
       const end = rdStart + ((b[p + 8]! << 8) | b[p + 9]!);
       if (end > b.length) return undefined;
       switch (type) {
-        case NS: case CNAME: case PTR:
+        case RRType.NS: case RRType.CNAME: case RRType.PTR:
           if (skipName(b, rdStart, targets) < 0) return undefined;
           break;
-        case MX:
+        case RRType.MX:
           if (skipName(b, rdStart + 2, targets) < 0) return undefined;
           break;
-        case SRV:
+        case RRType.SRV:
           if (skipName(b, rdStart + 6, targets) < 0) return undefined;
           break;
-        case SOA: {
+        case RRType.SOA: {
           const q = skipName(b, rdStart, targets);
           if (q < 0 || skipName(b, q, targets) < 0) return undefined;
           break;
@@ -134,7 +133,7 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
     const rrs = sections[s]!;
     if (rrs.length < 2) continue;
     let interesting = false;
-    for (const r of rrs) if (r.type === A || r.type === AAAA || r.type === MX) { interesting = true; break; }
+    for (const r of rrs) if (r.type === RRType.A || r.type === RRType.AAAA || r.type === RRType.MX) { interesting = true; break; }
     if (!interesting) continue;
     const order = roundRobinOrder(rrs, (r) => r.type);
     // Every record that moves must not be the target of a compression pointer.

@@ -6,8 +6,7 @@ import { createHash } from 'node:crypto';
 import type { AData, ResourceRecord } from '../../wire/types.ts';
 import type { PluginLogger } from '../plugin.ts';
 import { ipEqual, parseIP } from '../../wire/ip.ts';
-
-const A = 1, CNAME = 5, MX = 15, AAAA = 28;
+import { RRType } from '../../wire/constants.ts';
 
 interface WeightItem { address: Uint8Array; value: number }
 
@@ -103,9 +102,9 @@ export class WeightedRR {
     const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
     for (const r of rrs) {
       switch (r.type) {
-        case CNAME: cname.push(r); break;
-        case A: case AAAA: address.push(r); break;
-        case MX: mx.push(r); break;
+        case RRType.CNAME: cname.push(r); break;
+        case RRType.A: case RRType.AAAA: address.push(r); break;
+        case RRType.MX: mx.push(r); break;
         default: rest.push(r);
       }
     }

@@ -22,7 +22,7 @@ import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { newMessage, replyTo } from '../../wire/message.ts';
 import { findOptRecord, withoutOpt } from '../../wire/scan.ts';
-import { RRClass, RRType, typeToString } from '../../wire/constants.ts';
+import { EdnsOption as OptionCode, Rcode, RRClass, RRType, typeToString } from '../../wire/constants.ts';
 import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
@@ -34,7 +34,6 @@ import {
 } from '../pkg/loopguard.ts';
 import { fatalMessage, joinHostPort } from './loop.ts';
 
-const SERVFAIL = 2;
 
 export interface GuardOptions {
   /** contain: SERVFAIL+EDE and quarantine; exit: CoreDNS's fatal exit (with the diagnosis first). */
@@ -279,7 +278,7 @@ export class LoopGuard implements Handler {
 
   private failWith(req: Request, w: ResponseWriter, text: string): number {
     const reply = replyTo(req.msg);
-    reply.rcode = SERVFAIL;
+    reply.rcode = Rcode.SERVFAIL;
     // EDE only for clients that sent an OPT (RFC 6891: no OPT in a reply to a query without one).
     if (req.msg.edns !== undefined) {
       const ede = edeOption(LOOP_EDE_CODE, text);
@@ -571,7 +570,7 @@ function edeTexts(b: Uint8Array): string[] {
     const code = (b[p]! << 8) | b[p + 1]!;
     const len = (b[p + 2]! << 8) | b[p + 3]!;
     p += 4;
-    if (code === 15 && len >= 2 && p + len <= end) out.push(Buffer.from(b.subarray(p + 2, p + len)).toString('utf8'));
+    if (code === OptionCode.EDE && len >= 2 && p + len <= end) out.push(Buffer.from(b.subarray(p + 2, p + len)).toString('utf8'));
     p += len;
   }
   return out;
@@ -592,7 +591,7 @@ class GuardWriter implements ResponseWriter {
   }
 
   writeWire(reply: Uint8Array): void {
-    if (reply.length >= 12 && (reply[3]! & 0x0f) === SERVFAIL) {
+    if (reply.length >= 12 && (reply[3]! & 0x0f) === Rcode.SERVFAIL) {
       for (const t of edeTexts(reply)) {
         if (!this.guard.isOwnLoopText(t)) continue;
         this.guard.onLoopReply(this.req, t);

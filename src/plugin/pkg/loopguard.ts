@@ -15,6 +15,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { EdnsOption } from '../../wire/types.ts';
 import { formatIPv4, formatIPv6Groups, ipv4Of, parseIP } from '../../wire/ip.ts';
+import { EdnsOption as OptionCode, ExtendedErrorCode } from '../../wire/constants.ts';
 
 /** EDNS0 option code of the hop trace (RFC 6891 local/experimental range 65001–65534). */
 export const HOP_TRACE_OPTION = 65433;
@@ -26,7 +27,7 @@ export const MAX_LISTED_HOPS = 16;
 export const NONCE_LEN = 6;
 
 /** RFC 8914 EDE info code used for looping queries: 22 No Reachable Authority. */
-export const LOOP_EDE_CODE = 22;
+export const LOOP_EDE_CODE = ExtendedErrorCode.NoReachableAuthority;
 /** CPU string of the HINFO answer a block gives to its own probe when it comes back. */
 export const PROBE_MARKER = 'nodens-loop-probe';
 
@@ -184,7 +185,7 @@ export function edeOption(code: number, text: string): EdnsOption {
   data[0] = code >> 8;
   data[1] = code & 0xff;
   data.set(t, 2);
-  return { code: 15, data };
+  return { code: OptionCode.EDE, data };
 }
 
 // ---- addresses -------------------------------------------------------------------------------

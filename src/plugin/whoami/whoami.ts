@@ -5,10 +5,7 @@ import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { plainAddress } from '../../wire/ip.ts';
-
-const TYPE_A = 1;
-const TYPE_AAAA = 28;
-const TYPE_SRV = 33;
+import { RRType } from '../../wire/constants.ts';
 
 export class Whoami implements Handler {
   readonly name = 'whoami';
@@ -22,11 +19,11 @@ export class Whoami implements Handler {
     const ip = plainAddress(req.remoteAddress);
     const v4 = !ip.includes(':');
     const addr: ResourceRecord = v4
-      ? { name: qname, type: TYPE_A, class: qclass, ttl: 0, data: { address: ip } }
-      : { name: qname, type: TYPE_AAAA, class: qclass, ttl: 0, data: { address: ip } };
+      ? { name: qname, type: RRType.A, class: qclass, ttl: 0, data: { address: ip } }
+      : { name: qname, type: RRType.AAAA, class: qclass, ttl: 0, data: { address: ip } };
     const srvName = qname === '.' ? '_' + req.proto + '.' : '_' + req.proto + '.' + qname;
     const srv: ResourceRecord = {
-      name: srvName, type: TYPE_SRV, class: qclass, ttl: 0,
+      name: srvName, type: RRType.SRV, class: qclass, ttl: 0,
       data: { priority: 0, weight: 0, port: req.remotePort, target: '.' },
     };
     reply.additional = [addr, srv];
