@@ -5,7 +5,6 @@ import {
   normalizeHostExact,
   originsFromArgsOrServerBlock,
   parseKey,
-  parseKeys,
   splitHostPort,
   splitTransport,
   zoneAddrString,
@@ -136,11 +135,9 @@ test('strings that are not CIDRs stay names', () => {
   assert.deepEqual(keyStrings('10.0.0.0'), ['dns://10.0.0.0.:53']);
 });
 
-test('parseKeys keeps CIDR expansions inline', () => {
-  assert.deepEqual(
-    parseKeys(['10.0.0.0/31', 'example.org'], '53').map(zoneAddrString),
-    ['dns://0.0.0.10.in-addr.arpa.:53', 'dns://1.0.0.10.in-addr.arpa.:53', 'dns://example.org.:53'],
-  );
+test('a CIDR key off a label boundary expands to every reverse zone it covers', () => {
+  assert.deepEqual(keyStrings('10.0.0.0/31'), ['dns://0.0.0.10.in-addr.arpa.:53', 'dns://1.0.0.10.in-addr.arpa.:53']);
+  assert.deepEqual(keyStrings('fd00::/7'), ['dns://c.f.ip6.arpa.:53', 'dns://d.f.ip6.arpa.:53']);
 });
 
 test('splitHostPort', () => {

@@ -242,13 +242,6 @@ export function parseKey(key: string, defaultPort: string): ZoneAddr[] {
   return hosts.map((h) => ({ transport, zone: normalizeName(h), port }));
 }
 
-/** All ZoneAddrs of a list of keys, in order (CIDR expansions inline). */
-export function parseKeys(keys: readonly string[], defaultPort: string): ZoneAddr[] {
-  const out: ZoneAddr[] = [];
-  for (const k of keys) for (const z of parseKey(k, defaultPort)) out.push(z);
-  return out;
-}
-
 /**
  * plugin.Host(s).NormalizeExact(): strip the scheme and port, expand a CIDR, lower-case
  * and qualify. Returns [] when `s` is not valid.

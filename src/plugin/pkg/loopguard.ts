@@ -158,16 +158,6 @@ export function decodeTrace(d: Uint8Array): HopTrace | undefined {
   return t;
 }
 
-/** The hop trace carried by a query's EDNS options, if any (malformed traces are ignored). */
-export function traceOf(options: readonly EdnsOption[] | undefined): HopTrace | undefined {
-  if (options === undefined) return undefined;
-  for (let i = 0; i < options.length; i++) {
-    const o = options[i]!;
-    if (o.code === HOP_TRACE_OPTION) return decodeTrace(o.data);
-  }
-  return undefined;
-}
-
 export function hostPort(addr: string, port: number): string {
   if (addr === '') return `:${port}`;
   return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;

@@ -7,7 +7,7 @@ import { Dispenser } from '../../corefile/dispenser.ts';
 import { COREDNS_DIRECTIVES } from '../../core/directives.ts';
 import { pluginLogger, setLogSink } from '../../core/log.ts';
 import { Request, type Transport } from '../../core/request.ts';
-import { parseKey } from '../../corefile/address.ts';
+import { parseKey, zoneAddrString } from '../../corefile/address.ts';
 import type {
   BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter, SetupContext,
 } from '../plugin.ts';
@@ -35,7 +35,7 @@ export async function runSetup(def: PluginDefinition, corefile: string): Promise
   const addrs = sb.keys.flatMap((k) => parseKey(k.text, '53'));
   const config: BlockConfig = {
     zones: addrs.map((a) => a.zone),
-    keys: addrs.map((a) => `${a.transport}://${a.zone}:${a.port}`),
+    keys: addrs.map(zoneAddrString),
     port: addrs[0]?.port ?? '53',
     transport: addrs[0]?.transport ?? 'dns',
     listenHosts: [''],
