@@ -22,6 +22,26 @@ function shuffleInPlace<T>(r: T[]): void {
   }
 }
 
+/** A section split as all of CoreDNS's loadbalance policies split it, each group in section order. */
+export interface TypeGroups<T> { cname: T[]; address: T[]; mx: T[]; rest: T[] }
+
+/** Groups by type: CNAME; A and AAAA; MX; everything else. */
+export function groupByType<T>(items: readonly T[], typeOf: (x: T) => number): TypeGroups<T> {
+  const g: TypeGroups<T> = { cname: [], address: [], mx: [], rest: [] };
+  for (const it of items) {
+    switch (typeOf(it)) {
+      case RRType.CNAME: g.cname.push(it); break;
+      case RRType.A: case RRType.AAAA: g.address.push(it); break;
+      case RRType.MX: g.mx.push(it); break;
+      default: g.rest.push(it);
+    }
+  }
+  return g;
+}
+
+/** The type of a record, for groupByType. */
+export const recordType = (r: ResourceRecord): number => r.type;
+
 /** CoreDNS roundRobin on one section, by record type: CNAMEs, others, shuffled A/AAAA, shuffled MX. */
 export function roundRobinOrder<T>(items: T[], typeOf: (x: T) => number): T[] {
   let allA = true, allAAAA = true;
@@ -35,35 +55,19 @@ export function roundRobinOrder<T>(items: T[], typeOf: (x: T) => number): T[] {
     shuffleInPlace(out);
     return out;
   }
-  const cname: T[] = [], address: T[] = [], mx: T[] = [], rest: T[] = [];
-  for (const it of items) {
-    switch (typeOf(it)) {
-      case RRType.CNAME: cname.push(it); break;
-      case RRType.A: case RRType.AAAA: address.push(it); break;
-      case RRType.MX: mx.push(it); break;
-      default: rest.push(it);
-    }
-  }
+  const { cname, address, mx, rest } = groupByType(items, typeOf);
   shuffleInPlace(address);
   shuffleInPlace(mx);
   return cname.concat(rest, address, mx);
 }
 
 export function roundRobin(rrs: ResourceRecord[]): ResourceRecord[] {
-  return roundRobinOrder(rrs, (r) => r.type);
+  return roundRobinOrder(rrs, recordType);
 }
 
 /** CoreDNS reorderRecords: CNAMEs, addresses in preferred-subnet order, MX, the rest. */
 export function reorderPreferred(rrs: ResourceRecord[], subnets: Cidr[]): ResourceRecord[] {
-  const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
-  for (const r of rrs) {
-    switch (r.type) {
-      case RRType.CNAME: cname.push(r); break;
-      case RRType.A: case RRType.AAAA: address.push(r); break;
-      case RRType.MX: mx.push(r); break;
-      default: rest.push(r);
-    }
-  }
+  const { cname, address, mx, rest } = groupByType(rrs, recordType);
   const matched: ResourceRecord[] = [];
   const seen = new Set<number>();
   const ips = address.map((r) => parseIP((r.data as AData).address));

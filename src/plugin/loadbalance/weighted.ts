@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { AData, ResourceRecord } from '../../wire/types.ts';
 import type { PluginLogger } from '../plugin.ts';
 import { ipEqual, parseIP } from '../../wire/ip.ts';
-import { RRType } from '../../wire/constants.ts';
+import { groupByType, recordType } from './shuffle.ts';
 
 interface WeightItem { address: Uint8Array; value: number }
 
@@ -99,15 +99,7 @@ export class WeightedRR {
 
   /** CoreDNS weightedRoundRobin on one section. */
   order(rrs: ResourceRecord[]): ResourceRecord[] {
-    const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
-    for (const r of rrs) {
-      switch (r.type) {
-        case RRType.CNAME: cname.push(r); break;
-        case RRType.A: case RRType.AAAA: address.push(r); break;
-        case RRType.MX: mx.push(r); break;
-        default: rest.push(r);
-      }
-    }
+    const { cname, address, mx, rest } = groupByType(rrs, recordType);
     if (address.length === 0) return rrs;
     const top = this.topIndex(address);
     if (top > 0) {
