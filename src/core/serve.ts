@@ -7,6 +7,7 @@ import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
 import { PluginError, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
+import { nextLabel } from '../wire/name.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
@@ -135,16 +136,6 @@ function route(table: ServeTable, req: Request): RoutedBlock | undefined {
   const root = zones.get('.');
   if (root !== undefined && root.chain !== undefined) return root;
   return undefined;
-}
-
-/** Offset of the label after the one starting at `off` (escapes respected); q.length at the end. */
-function nextLabel(q: string, off: number): number {
-  for (let i = off; i < q.length; i++) {
-    const c = q.charCodeAt(i);
-    if (c === 92 /* \ */) { i++; continue; }
-    if (c === 46 /* . */) return i + 1;
-  }
-  return q.length;
 }
 
 function runChain(table: ServeTable, chain: Handler, req: Request, w: ClientWriter, sink: ReplySink): void | Promise<void> {

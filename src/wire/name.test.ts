@@ -60,8 +60,9 @@ test('fqdn, equality, labels', () => {
   assert.equal(nextLabel('a.b.', 0), 2);
   assert.equal(nextLabel('a\\.b.', 0), 5);
   assert.equal(nextLabel('a.b.', 2), 4);
-  assert.equal(nextLabel('a.b.', 4), -1);
-  assert.equal(nextLabel('ab', 0), -1);
+  assert.equal(nextLabel('a.b.', 4), 4);
+  assert.equal(nextLabel('ab', 0), 2);
+  assert.equal(nextLabel('a\\', 0), 2);
 });
 
 test('asciiLower folds A-Z only (RFC 4343)', () => {

@@ -64,7 +64,8 @@ export const lowerName = asciiLower;
 
 /**
  * Index of the first character of the label after the one that contains `i` (just past the next
- * unescaped dot at or after `i`); -1 when no dot follows. miekg `NextLabel` without its `end` flag.
+ * unescaped dot at or after `i`); `s.length` when no label follows. miekg `NextLabel` without its
+ * `end` flag. Allocation-free: the server's zone routing walks every query name with it.
  */
 export function nextLabel(s: string, i: number): number {
   for (; i < s.length; i++) {
@@ -75,7 +76,7 @@ export function nextLabel(s: string, i: number): number {
     }
     if (c === 46) return i + 1;
   }
-  return -1;
+  return s.length;
 }
 
 /** True when the character at `i` (a dot) is a label separator, i.e. preceded by an even number of backslashes. */
@@ -113,7 +114,7 @@ export function countLabels(name: string): number {
   const s = fqdn(name);
   if (s === '.') return 0;
   let n = 0;
-  for (let i = nextLabel(s, 0); i > 0; i = nextLabel(s, i)) n++;
+  for (let i = 0; i < s.length; i = nextLabel(s, i)) n++;
   return n;
 }
 
@@ -122,8 +123,8 @@ export function splitLabels(name: string): string[] {
   const s = fqdn(name);
   const out: string[] = [];
   if (s === '.') return out;
-  let begin = 0;
-  for (let i = nextLabel(s, 0); i > 0; i = nextLabel(s, i)) {
+  for (let begin = 0; begin < s.length;) {
+    const i = nextLabel(s, begin);
     out.push(s.slice(begin, i - 1));
     begin = i;
   }
@@ -135,7 +136,7 @@ export function parentName(name: string): string | undefined {
   const s = fqdn(name);
   if (s === '.') return undefined;
   const i = nextLabel(s, 0);
-  return i < 0 || i >= s.length ? '.' : s.slice(i);
+  return i >= s.length ? '.' : s.slice(i);
 }
 
 const IP4_ARPA = '.in-addr.arpa.';

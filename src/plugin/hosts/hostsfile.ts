@@ -98,7 +98,7 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
 /** `*.` + the name without its first label; '' for the root (miekg NextLabel "shot"). */
 export function wildcardFor(qname: string): string {
   const i = nextLabel(qname, 0);
-  return i < 0 || i >= qname.length ? '' : '*.' + qname.slice(i);
+  return i >= qname.length ? '' : '*.' + qname.slice(i);
 }
 
 /** Exact entries of `host`, else those of its wildcard; undefined when none. */
