@@ -7,7 +7,8 @@
 
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { parseCorefile } from '../corefile/parser.ts';
-import { parseKey } from '../corefile/address.ts';
+import { normalizeName, parseKey } from '../corefile/address.ts';
+import { isSubdomain } from '../wire/name.ts';
 import type { Token } from '../corefile/token.ts';
 import { COREDNS_DIRECTIVES } from '../core/directives.ts';
 import { parseResolvConf } from '../plugin/pkg/resolvconf.ts';
@@ -72,15 +73,6 @@ export interface DoctorReport {
   loops: number;
 }
 
-function fqdnLower(s: string): string {
-  const l = s.toLowerCase();
-  return l.endsWith('.') ? l : l + '.';
-}
-
-function isSub(child: string, parent: string): boolean {
-  return parent === '.' || child === parent || child.endsWith('.' + parent);
-}
-
 function parseTo(tok: Token, extraFiles: Set<string>, notes: Finding[], blockLabel: string, from: string): Upstream[] {
   let t = tok.text;
   const origin: OriginLike = { file: tok.file, line: tok.line, source: 'corefile' };
@@ -142,13 +134,13 @@ function readBlocks(conf: string, files: Set<string>, notes: Finding[]): Block[]
         for (j++; j < ft.length && ft[j]!.text !== '}'; j++) {
           if (ft[j]!.text === 'except') {
             const l = ft[j]!.line;
-            for (j++; j < ft.length && ft[j]!.line === l && ft[j]!.text !== '}'; j++) except.push(fqdnLower(ft[j]!.text));
+            for (j++; j < ft.length && ft[j]!.line === l && ft[j]!.text !== '}'; j++) except.push(normalizeName(ft[j]!.text));
             j--;
           }
         }
       }
       if (args.length < 2) continue;
-      const from = fqdnLower(args[0]!.text);
+      const from = normalizeName(args[0]!.text);
       const ups: Upstream[] = [];
       for (const a of args.slice(1)) ups.push(...parseTo(a, files, notes, label, from));
       forwards.push({ from, except, upstreams: ups, line, file });
@@ -169,7 +161,7 @@ function receiver(blocks: Block[], host: string, port: number, name: string, loc
     const hit = b.hosts.some((x) => (x === '' ? isLocalAddress(h, locals) : canonicalIp(x) === h));
     if (!hit) continue;
     for (const z of b.zones) {
-      if (isSub(name, z) && z.length > bestLen) { best = b; bestLen = z.length; }
+      if (isSubdomain(name, z) && z.length > bestLen) { best = b; bestLen = z.length; }
     }
   }
   return best;
@@ -177,8 +169,8 @@ function receiver(blocks: Block[], host: string, port: number, name: string, loc
 
 function forwardFor(b: Block, name: string): Fwd | undefined {
   for (const f of b.forwards) {
-    if (!isSub(name, f.from)) continue;
-    if (name !== f.from && f.except.some((e) => isSub(name, e))) continue;
+    if (!isSubdomain(name, f.from)) continue;
+    if (name !== f.from && f.except.some((e) => isSubdomain(name, e))) continue;
     return f;
   }
   return undefined;
@@ -240,8 +232,8 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
     for (const z of b.zones) {
       for (const f of b.forwards) {
         // The names this forward sees from this block: the deeper of zone and FROM.
-        const probe = isSub(z, f.from) ? z : isSub(f.from, z) ? f.from : undefined;
-        if (probe === undefined || f.except.some((e) => isSub(probe, e))) continue;
+        const probe = isSubdomain(z, f.from) ? z : isSubdomain(f.from, z) ? f.from : undefined;
+        if (probe === undefined || f.except.some((e) => isSubdomain(probe, e))) continue;
         for (const u of f.upstreams) {
           const base = { zone: probe, block: b.label, upstream: hp(u.host, u.port), origin: originStr(u.origin), remedy: remedyFor(u.origin) };
           if (u.scheme !== 'dns') continue;

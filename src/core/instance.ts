@@ -7,7 +7,7 @@ import type {
   BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, PluginFactory, ReloadControl, SetupContext,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
-import { parseKey, type ZoneAddr } from '../corefile/address.ts';
+import { parseKey, zoneAddrString, type ZoneAddr } from '../corefile/address.ts';
 import { Dispenser } from '../corefile/dispenser.ts';
 import type { Token } from '../corefile/token.ts';
 import { isDomainName } from '../wire/name.ts';
@@ -70,7 +70,7 @@ class Block implements BlockConfig {
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
     this.zones = addrs.map((a) => a.zone);
-    this.keys = addrs.map((a) => `${a.transport}://${a.zone}:${a.port}`);
+    this.keys = addrs.map(zoneAddrString);
     this.port = addrs[0]!.port;
     this.transport = addrs[0]!.transport;
     this.tokens = block.tokens;
@@ -196,11 +196,11 @@ export class Instance implements InstanceServices {
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns') {
-          throw new StartupError(`nodens: ${za.transport}:// servers are not supported yet (${za.transport}://${za.zone}:${za.port})`);
+          throw new StartupError(`nodens: ${za.transport}:// servers are not supported yet (${zoneAddrString(za)})`);
         }
         for (const host of block.listenHosts) {
-          const akey = `${za.transport}://${za.zone}:${za.port}${host === '' ? '' : ' on ' + host}`;
-          const ukey = `${za.transport}://${za.zone}:${za.port}`;
+          const akey = zoneAddrString({ ...za, address: host });
+          const ukey = zoneAddrString(za);
           if (registered.has(akey)) throw new StartupError(`cannot serve ${akey} - it is already defined`);
           const already = unbound.get(ukey);
           if (already !== undefined) {

@@ -5,6 +5,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
+import { plainAddress } from '../wire/ip.ts';
 
 /** CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the last reply. */
 export const TCP_READ_TIMEOUT_MS = 3000;
@@ -231,11 +232,6 @@ class TcpConnection implements ReplySink {
     this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
     this.drain();
   }
-}
-
-/** `::ffff:127.0.0.1` → `127.0.0.1`, as Go reports IPv4 clients of a dual-stack socket. */
-export function plainAddress(a: string): string {
-  return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
 }
 
 function listenError(op: string, proto: string, host: string, port: number, err: Error): Error {

@@ -12,7 +12,7 @@
 
 import type { EdnsOption, Message } from '../wire/types.ts';
 import { skipName } from '../wire/scan.ts';
-import { fqdn } from '../wire/name.ts';
+import { asciiLower, fqdn } from '../wire/name.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { RRClass } from '../wire/constants.ts';
 
@@ -230,22 +230,4 @@ export class Request {
     w.depth = depth;
     return r;
   }
-}
-
-/** ASCII-only lower-casing, as DNS requires (RFC 4343); returns the same string when nothing changes. */
-export function asciiLower(s: string): string {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 65 && c <= 90) return lowerFrom(s, i);
-  }
-  return s;
-}
-
-function lowerFrom(s: string, from: number): string {
-  let out = s.slice(0, from);
-  for (let i = from; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    out += c >= 65 && c <= 90 ? String.fromCharCode(c + 32) : s[i];
-  }
-  return out;
 }

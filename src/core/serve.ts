@@ -8,11 +8,12 @@ import type { DroppedEvent, Handler, Lineage, PanicEvent, ResponseWriter, Server
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
+import { nextLabel } from '../wire/name.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
-import { Rcode, RRClass, RRType } from '../wire/constants.ts';
+import { EdnsOption as OptionCode, Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
 import { Request, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it. */
@@ -66,7 +67,7 @@ export function serveMessage(
   const flagsHi = wire[2]!;
   if (flagsHi & 0x80) return; // a response: ignore
   const opcode = (flagsHi >> 3) & 0xf;
-  if (opcode !== 0 && opcode !== 4) {
+  if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY) {
     sink.send(headerReply(wire, Rcode.NOTIMP, true));
     return;
   }
@@ -170,16 +171,6 @@ function route(table: ServeTable, req: Request): RoutedBlock | undefined {
   const root = zones.get('.');
   if (root !== undefined && root.chain !== undefined) return root;
   return undefined;
-}
-
-/** Offset of the label after the one starting at `off` (escapes respected); q.length at the end. */
-function nextLabel(q: string, off: number): number {
-  for (let i = off; i < q.length; i++) {
-    const c = q.charCodeAt(i);
-    if (c === 92 /* \ */) { i++; continue; }
-    if (c === 46 /* . */) return i + 1;
-  }
-  return q.length;
 }
 
 function runChain(table: ServeTable, chain: Handler, req: Request, w: ClientWriter, sink: ReplySink): void | Promise<void> {
@@ -309,7 +300,7 @@ export function sizeAndDo(req: Request, reply: Message): void {
 // NSID, EXPIRE, COOKIE, TCP-KEEPALIVE, PADDING: the options CoreDNS passes back untouched.
 function isEchoedOption(o: { code: number }): boolean {
   const c = o.code;
-  return c === 3 || c === 9 || c === 10 || c === 11 || c === 12;
+  return c === OptionCode.NSID || c === OptionCode.EXPIRE || c === OptionCode.COOKIE || c === OptionCode.TCP_KEEPALIVE || c === OptionCode.PADDING;
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */

@@ -1,9 +1,11 @@
 // Server block keys and zone arguments, with the behaviour of CoreDNS's
 // core/dnsserver/register.go (InspectServerBlocks), plugin/normalize.go,
-// plugin/pkg/parse/transport.go and plugin/pkg/cidr/cidr.go, and miekg/dns's
-// IsDomainName / Fqdn.
+// plugin/pkg/parse/transport.go and plugin/pkg/cidr/cidr.go. Name syntax (miekg/dns's
+// IsDomainName, Fqdn) is wire/name.ts's.
 
 import { CorefileError } from './errors.ts';
+import { asciiLower, fqdn, isDomainName } from '../wire/name.ts';
+import { parseCidr, type Cidr } from '../wire/ip.ts';
 
 /** A normalised server block key. */
 export interface ZoneAddr {
@@ -53,74 +55,13 @@ export function splitTransport(s: string): { transport: string; addr: string } {
 
 const utf8 = new TextEncoder();
 
-function isDigitByte(c: number | undefined): boolean {
-  return c !== undefined && c >= 0x30 && c <= 0x39;
-}
-
-/** miekg/dns IsFqdn: ends in a dot that is not escaped. */
-export function isFqdn(s: string): boolean {
-  if (s === '' || !s.endsWith('.')) return false;
-  const t = s.slice(0, -1);
-  if (t === '' || !t.endsWith('\\')) return true;
-  let i = t.length - 1;
-  while (i >= 0 && t[i] === '\\') i--;
-  return (t.length - i) % 2 !== 0;
-}
-
-/** miekg/dns Fqdn: appends the root dot when missing. */
-export function fqdn(s: string): string {
-  return isFqdn(s) ? s : s + '.';
-}
-
 /**
- * miekg/dns IsDomainName (v1.1.72), on the UTF-8 bytes of `s`: any bytes allowed; rejects
- * empty input, empty labels, a leading dot (except `.`), labels of 64+ octets, names longer
- * than 255 octets on the wire and a dangling backslash.
+ * Go's strings.ToLower (simple per-rune mapping). Unicode, not the ASCII fold of DNS names
+ * (wire/name.ts asciiLower), on purpose: CoreDNS normalises Corefile zones and keys with
+ * plugin.Name.Normalize / plugin.Host.NormalizeExact, which call strings.ToLower, so a zone
+ * written with non-ASCII capitals (`ÄX.org`) is lower-cased there too. On ASCII text the two
+ * agree, and the ASCII fold is what runs.
  */
-export function isDomainName(s: string): boolean {
-  const lenmsg = 256;
-  if (s.length === 0) return false;
-  const b = utf8.encode(fqdn(s));
-  let off = 0;
-  let begin = 0;
-  let wasDot = false;
-  let escape = false;
-  for (let i = 0; i < b.length; i++) {
-    switch (b[i]) {
-      case 0x5c: // '\\'
-        escape = !escape;
-        if (off + 1 > lenmsg) return false;
-        if (isDigitByte(b[i + 1]) && isDigitByte(b[i + 2]) && isDigitByte(b[i + 3])) {
-          i += 3;
-          begin += 3;
-        } else {
-          i++;
-          begin++;
-        }
-        wasDot = false;
-        break;
-      case 0x2e: {
-        // '.'
-        escape = false;
-        if (i === 0 && b.length > 1) return false; // leading dot
-        if (wasDot) return false; // empty label
-        wasDot = true;
-        const labelLen = i - begin;
-        if (labelLen >= 64) return false;
-        off += 1 + labelLen;
-        if (off > lenmsg) return false;
-        begin = i + 1;
-        break;
-      }
-      default:
-        escape = false;
-        wasDot = false;
-    }
-  }
-  return !escape;
-}
-
-/** Go's strings.ToLower (simple per-rune mapping). */
 export function goLower(s: string): string {
   let ascii = true;
   for (let i = 0; i < s.length; i++) {
@@ -129,7 +70,7 @@ export function goLower(s: string): string {
       break;
     }
   }
-  if (ascii) return s.toLowerCase();
+  if (ascii) return asciiLower(s);
   let out = '';
   for (const ch of s) {
     if (ch === '\u0130') {
@@ -199,148 +140,33 @@ function byteLength(s: string): number {
   return utf8.encode(s).length;
 }
 
-// ---------------------------------------------------------------------------
-// IP / CIDR parsing with Go's net.ParseCIDR (netip) rules.
-
-interface Cidr {
-  /** 32 or 128 */
-  bits: number;
-  /** Network address (host bits cleared). */
-  net: bigint;
-  ones: number;
-}
-
-function parseIPv4Strict(s: string): bigint | undefined {
-  const parts = s.split('.');
-  if (parts.length !== 4) return undefined;
-  let v = 0n;
-  for (const p of parts) {
-    if (!/^[0-9]{1,3}$/.test(p)) return undefined;
-    if (p.length > 1 && p[0] === '0') return undefined; // no leading zeros
-    const n = Number(p);
-    if (n > 255) return undefined;
-    v = (v << 8n) | BigInt(n);
-  }
-  return v;
-}
-
-function parseIPv6Strict(s: string): bigint | undefined {
-  if (s.includes('%')) return undefined; // zones are not allowed in a CIDR
-  const ip = new Array<number>(16).fill(0);
-  let ellipsis = -1;
-  let i = 0;
-  if (s.length >= 2 && s[0] === ':' && s[1] === ':') {
-    ellipsis = 0;
-    s = s.slice(2);
-    if (s.length === 0) return 0n;
-  }
-  while (i < 16) {
-    let off = 0;
-    let acc = 0;
-    for (; off < s.length; off++) {
-      const c = s[off];
-      const d = /[0-9a-fA-F]/.test(c) ? parseInt(c, 16) : -1;
-      if (d < 0) break;
-      if (off > 3) return undefined;
-      acc = (acc << 4) + d;
-      if (acc > 0xffff) return undefined;
-    }
-    if (off === 0) return undefined;
-    if (off < s.length && s[off] === '.') {
-      if (ellipsis < 0 && i !== 12) return undefined;
-      if (i + 4 > 16) return undefined;
-      const v4 = parseIPv4Strict(s);
-      if (v4 === undefined) return undefined;
-      ip[i] = Number((v4 >> 24n) & 0xffn);
-      ip[i + 1] = Number((v4 >> 16n) & 0xffn);
-      ip[i + 2] = Number((v4 >> 8n) & 0xffn);
-      ip[i + 3] = Number(v4 & 0xffn);
-      i += 4;
-      s = '';
-      break;
-    }
-    ip[i] = acc >> 8;
-    ip[i + 1] = acc & 0xff;
-    i += 2;
-    s = s.slice(off);
-    if (s.length === 0) break;
-    if (s[0] !== ':') return undefined;
-    if (s.length === 1) return undefined;
-    s = s.slice(1);
-    if (s[0] === ':') {
-      if (ellipsis >= 0) return undefined;
-      ellipsis = i;
-      s = s.slice(1);
-      if (s.length === 0) break;
-    }
-  }
-  if (s.length !== 0) return undefined;
-  if (i < 16) {
-    if (ellipsis < 0) return undefined;
-    const n = 16 - i;
-    for (let j = i - 1; j >= ellipsis; j--) ip[j + n] = ip[j];
-    for (let j = ellipsis + n - 1; j >= ellipsis; j--) ip[j] = 0;
-  } else if (ellipsis >= 0) {
-    return undefined;
-  }
-  let v = 0n;
-  for (const x of ip) v = (v << 8n) | BigInt(x);
-  return v;
-}
-
-/** Go's net.ParseCIDR, returning the network; undefined when `s` is not a CIDR. */
-function parseCIDR(s: string): Cidr | undefined {
-  const slash = s.indexOf('/');
-  if (slash === -1) return undefined;
-  const addr = s.slice(0, slash);
-  const mask = s.slice(slash + 1);
-  let ip: bigint | undefined;
-  let bits = 32;
-  // netip.ParseAddr decides on the first '.' or ':'
-  const m = /[.:%]/.exec(addr);
-  if (m === null || m[0] === '%') return undefined;
-  if (m[0] === '.') ip = parseIPv4Strict(addr);
-  else {
-    ip = parseIPv6Strict(addr);
-    bits = 128;
-  }
-  if (ip === undefined) return undefined;
-  if (!/^[0-9]+$/.test(mask)) return undefined; // dtoi: decimal digits only
-  const big = BigInt(mask);
-  if (big > BigInt(bits)) return undefined;
-  const ones = Number(big);
-  const hostBits = BigInt(bits - ones);
-  const net = (ip >> hostBits) << hostBits;
-  return { bits, net, ones };
-}
-
-/** The reverse zone for a network whose prefix falls on a label boundary. */
+/** The reverse zone for a network whose prefix falls on a label boundary (8 bits IPv4, 4 bits IPv6). */
 function reverseZone(c: Cidr): string {
-  if (c.bits === 32) {
-    const labels: string[] = [];
-    for (let k = 0; k < c.ones / 8; k++) labels.push(String(Number((c.net >> BigInt(24 - 8 * k)) & 0xffn)));
-    labels.reverse();
-    return labels.map((l) => l + '.').join('') + 'in-addr.arpa.';
+  let out = '';
+  if (c.bytes.length === 4) {
+    for (let k = c.bits / 8 - 1; k >= 0; k--) out += c.bytes[k] + '.';
+    return out + 'in-addr.arpa.';
   }
-  const labels: string[] = [];
-  for (let k = 0; k < c.ones / 4; k++) labels.push(((c.net >> BigInt(124 - 4 * k)) & 0xfn).toString(16));
-  labels.reverse();
-  return labels.map((l) => l + '.').join('') + 'ip6.arpa.';
+  for (let k = c.bits / 4 - 1; k >= 0; k--) out += ((c.bytes[k >> 1] >> (k & 1 ? 0 : 4)) & 0xf).toString(16) + '.';
+  return out + 'ip6.arpa.';
 }
 
 /**
  * cidr.Split + cidr.Reverse: the reverse zones covering a network, splitting it at the
  * next label boundary (8 bits for IPv4, 4 for IPv6) when needed.
  */
-export function cidrReverseZones(c: Cidr): string[] {
-  const boundary = c.bits === 32 ? 8 : 4;
-  if (c.ones % boundary === 0) return [reverseZone(c)];
-  const newOnes = Math.ceil(c.ones / boundary) * boundary;
-  const count = 1 << (newOnes - c.ones);
-  const step = 1n << BigInt(c.bits - newOnes);
+function cidrReverseZones(c: Cidr): string[] {
+  const boundary = c.bytes.length === 4 ? 8 : 4;
+  if (c.bits % boundary === 0) return [reverseZone(c)];
+  const newBits = Math.ceil(c.bits / boundary) * boundary;
+  // The subnets differ only in bits [c.bits, newBits), which lie in one byte.
+  const at = (newBits - 1) >> 3;
+  const shift = 7 - ((newBits - 1) & 7);
   const out: string[] = [];
-  for (let i = 0; i < count; i++) {
-    out.push(reverseZone({ bits: c.bits, net: c.net + BigInt(i) * step, ones: newOnes }));
+  for (let i = 0; i < 1 << (newBits - c.bits); i++) {
+    const bytes = c.bytes.slice();
+    bytes[at] |= i << shift;
+    out.push(reverseZone({ bytes, bits: newBits }));
   }
   return out;
 }
@@ -367,13 +193,13 @@ export function splitHostPort(s: string): { hosts: string[]; port: string } {
   const len = byteLength(s);
   if (len > 255) throw new CorefileError(`specified zone is too long: ${len} > 255`);
   if (!isDomainName(s)) throw new CorefileError(`zone is not a valid domain name: ${s}`);
-  const c = parseCIDR(s);
+  const c = parseCidr(s);
   if (c === undefined) return { hosts: [s], port };
   if (s[0] === ':' || (s[0] === '0' && s.includes(':'))) throw new CorefileError(`invalid CIDR ${s}`);
   return { hosts: cidrReverseZones(c), port };
 }
 
-/** plugin.Name(s).Normalize(): lower-case and fully qualified. */
+/** plugin.Name(s).Normalize(): lower-case (Go's strings.ToLower, see goLower) and fully qualified. */
 export function normalizeName(s: string): string {
   return goLower(fqdn(s));
 }
@@ -414,13 +240,6 @@ export function parseKey(key: string, defaultPort: string): ZoneAddr[] {
     }
   }
   return hosts.map((h) => ({ transport, zone: normalizeName(h), port }));
-}
-
-/** All ZoneAddrs of a list of keys, in order (CIDR expansions inline). */
-export function parseKeys(keys: readonly string[], defaultPort: string): ZoneAddr[] {
-  const out: ZoneAddr[] = [];
-  for (const k of keys) for (const z of parseKey(k, defaultPort)) out.push(z);
-  return out;
 }
 
 /**

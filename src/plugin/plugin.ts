@@ -9,6 +9,7 @@
 //   thrown, never sent to the client, logged only by the errors plugin.
 
 import type { Message } from '../wire/types.ts';
+import { Rcode } from '../wire/constants.ts';
 import type { Dispenser } from '../corefile/dispenser.ts';
 import type { ServerBlock } from '../corefile/parser.ts';
 import type { Request } from '../core/request.ts';
@@ -50,7 +51,7 @@ export class PluginError extends Error {
 
 /** The four rcodes that mean "nothing written yet, server please reply". */
 export function isClientErrorRcode(rcode: number): boolean {
-  return rcode === 2 || rcode === 5 || rcode === 1 || rcode === 4;
+  return rcode === Rcode.SERVFAIL || rcode === Rcode.REFUSED || rcode === Rcode.FORMERR || rcode === Rcode.NOTIMP;
 }
 
 /** Lifecycle callbacks a setup may register, named as in CoreDNS/caddy. */

@@ -133,8 +133,12 @@ function readName(lower: boolean): string {
   return s;
 }
 
-/** Skips the name at P without building it (same checks). */
-function skipName(): void {
+/**
+ * Skips the name at P without building it (same checks as readName); with `out`, appends the
+ * name's uncompressed wire form there (RDATA kept opaque). Allocation-free without `out`: the
+ * decoder runs it over every additional record of every query.
+ */
+function skipName(out?: number[]): void {
   const b = B;
   const n = N;
   let p = P;
@@ -146,41 +150,7 @@ function skipName(): void {
     if (p >= n) throw short();
     const c = b[p];
     if (c === 0) {
-      p++;
-      break;
-    }
-    const t = c & 0xc0;
-    if (t === 0) {
-      p += 1 + c;
-      wire += c + 1;
-      if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
-    } else if (t === 0xc0) {
-      if (p + 1 >= n) throw short();
-      const target = ((c & 0x3f) << 8) | b[p + 1];
-      if (end < 0) end = p + 2;
-      if (target >= limit || target < 12 || ++hops > 126) throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
-      limit = target;
-      p = target;
-    } else throw new WireError('BAD_LABEL', 'dns: reserved label type');
-  }
-  P = end < 0 ? p : end;
-  if (P > n) throw short();
-}
-
-/** Reads the (possibly compressed) name at P and appends its uncompressed wire form to `out`. */
-function readNameWire(out: number[]): void {
-  const b = B;
-  const n = N;
-  let p = P;
-  let limit = P;
-  let end = -1;
-  let wire = 1;
-  let hops = 0;
-  for (;;) {
-    if (p >= n) throw short();
-    const c = b[p];
-    if (c === 0) {
-      out.push(0);
+      if (out !== undefined) out.push(0);
       p++;
       break;
     }
@@ -190,7 +160,7 @@ function readNameWire(out: number[]): void {
       if (e > n) throw short();
       wire += c + 1;
       if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
-      for (let i = p; i < e; i++) out.push(b[i]);
+      if (out !== undefined) for (let i = p; i < e; i++) out.push(b[i]);
       p = e;
     } else if (t === 0xc0) {
       if (p + 1 >= n) throw short();
@@ -443,7 +413,7 @@ function opaqueNames(end: number, fixed: number, names: number, rest: boolean): 
   for (let i = 0; i < fixed; i++) out.push(B[P + i]);
   P += fixed;
   for (let i = 0; i < names; i++) {
-    readNameWire(out);
+    skipName(out);
     if (P > end) throw short();
   }
   if (rest) {

@@ -1,4 +1,5 @@
-// Textual IP address helpers (no regexes, no allocation beyond the result).
+// IP addresses and networks: parsing and printing text with Go's net package rules (no
+// regexes, no allocation beyond the result). The one home of IP parsing in src.
 
 /** Parses dotted-quad IPv4 text; returns the address as an unsigned 32-bit number or -1. */
 export function parseIPv4(s: string): number {
@@ -102,13 +103,53 @@ export function parseIPv6(s: string): Uint8Array | undefined {
   return parseIPv6Into(s, b, 0) ? b : undefined;
 }
 
+/**
+ * Go's net.ParseIP on text, keeping the family of the text: 4 bytes for dotted IPv4, 16 for IPv6
+ * (including `::ffff:a.b.c.d`); undefined when `s` is not an address (a `%zone` is not one).
+ */
+export function parseIP(s: string): Uint8Array | undefined {
+  const v = parseIPv4(s);
+  if (v >= 0) return Uint8Array.of(v >>> 24, (v >>> 16) & 255, (v >>> 8) & 255, v & 255);
+  return parseIPv6(s);
+}
+
 export function formatIPv4(b: Uint8Array, off: number): string {
   return b[off] + '.' + b[off + 1] + '.' + b[off + 2] + '.' + b[off + 3];
 }
 
-function isV4Mapped(b: Uint8Array, off: number): boolean {
+/** Dotted-quad text of an IPv4 address held as a number (what parseIPv4 returns). */
+export function formatIPv4Number(v: number): string {
+  return (v >>> 24) + '.' + ((v >>> 16) & 255) + '.' + ((v >>> 8) & 255) + '.' + (v & 255);
+}
+
+/** The 16 bytes at `off` are an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`). */
+export function isIPv4Mapped(b: Uint8Array, off: number): boolean {
   for (let i = 0; i < 10; i++) if (b[off + i] !== 0) return false;
   return b[off + 10] === 0xff && b[off + 11] === 0xff;
+}
+
+/** The 4 IPv4 bytes of a 4-byte address or of an IPv4-mapped 16-byte one (Go's To4); undefined otherwise. */
+export function ipv4Of(ip: Uint8Array): Uint8Array | undefined {
+  if (ip.length === 4) return ip;
+  return ip.length === 16 && isIPv4Mapped(ip, 0) ? ip.subarray(12) : undefined;
+}
+
+/** Go's net.IP.Equal: the same bytes, an IPv4 address being equal to its IPv4-mapped form. */
+export function ipEqual(a: Uint8Array, b: Uint8Array): boolean {
+  let x: Uint8Array | undefined = a;
+  let y: Uint8Array | undefined = b;
+  if (x.length !== y.length) {
+    x = ipv4Of(x);
+    y = ipv4Of(y);
+    if (x === undefined || y === undefined) return false;
+  }
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+/** `::ffff:127.0.0.1` → `127.0.0.1`, as Go reports IPv4 clients of a dual-stack socket; other text unchanged. */
+export function plainAddress(a: string): string {
+  return a.startsWith('::ffff:') && a.includes('.') ? a.slice(7) : a;
 }
 
 /**
@@ -116,17 +157,21 @@ function isV4Mapped(b: Uint8Array, off: number): boolean {
  * zero groups as `::`, leftmost on ties). IPv4-mapped addresses print as dotted IPv4, like Go.
  */
 export function formatIPv6Go(b: Uint8Array, off: number): string {
-  if (isV4Mapped(b, off)) return formatIPv4(b, off + 12);
+  if (isIPv4Mapped(b, off)) return formatIPv4(b, off + 12);
   return formatIPv6Groups(b, off);
 }
 
 /** IPv6 text as miekg/dns prints an AAAA record: like Go, but IPv4-mapped as `::ffff:a.b.c.d`. */
 export function formatIPv6(b: Uint8Array, off: number): string {
-  if (isV4Mapped(b, off)) return '::ffff:' + formatIPv4(b, off + 12);
+  if (isIPv4Mapped(b, off)) return '::ffff:' + formatIPv4(b, off + 12);
   return formatIPv6Groups(b, off);
 }
 
-function formatIPv6Groups(b: Uint8Array, off: number): string {
+/**
+ * IPv6 text in hex groups only (lowercase, longest run of two or more zero groups as `::`,
+ * leftmost on ties), IPv4-mapped addresses included (`::ffff:7f00:1`).
+ */
+export function formatIPv6Groups(b: Uint8Array, off: number): string {
   let bestStart = -1;
   let bestLen = 0;
   let curStart = -1;
@@ -152,4 +197,54 @@ function formatIPv6Groups(b: Uint8Array, off: number): string {
     s += ((b[off + 2 * g] << 8) | b[off + 2 * g + 1]).toString(16);
   }
   return s;
+}
+
+/** An IP network: its address with the host bits cleared (4 or 16 bytes) and the prefix length. */
+export interface Cidr {
+  readonly bytes: Uint8Array;
+  readonly bits: number;
+}
+
+/**
+ * Go's net.ParseCIDR: an address as parseIP takes it (no zone), `/`, a decimal prefix length of
+ * at most 32 (IPv4 text) or 128 (IPv6 text). Undefined when `s` is not of that form.
+ */
+export function parseCidr(s: string): Cidr | undefined {
+  const slash = s.indexOf('/');
+  if (slash < 0) return undefined;
+  const ip = parseIP(s.slice(0, slash));
+  if (ip === undefined || slash + 1 === s.length) return undefined;
+  const max = ip.length * 8;
+  let bits = 0;
+  for (let i = slash + 1; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+    bits = bits * 10 + (c - 48);
+    if (bits > max) return undefined;
+  }
+  for (let i = 0; i < ip.length; i++) {
+    const left = bits - 8 * i;
+    if (left < 8) ip[i] &= left <= 0 ? 0 : (0xff << (8 - left)) & 0xff;
+  }
+  return { bytes: ip, bits };
+}
+
+/**
+ * `ip` (4 or 16 bytes) lies in `c`. An IPv4-mapped IPv6 address counts as its IPv4 address for an
+ * IPv4 network (Go's To4); a 4-byte address is never inside an IPv6 network.
+ */
+export function cidrContains(c: Cidr, ip: Uint8Array): boolean {
+  let b: Uint8Array | undefined = ip;
+  if (c.bytes.length === 4) {
+    b = ipv4Of(ip);
+    if (b === undefined) return false;
+  } else if (ip.length !== 16) {
+    return false;
+  }
+  let bits = c.bits;
+  for (let i = 0; bits > 0; i++, bits -= 8) {
+    const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
+    if ((b[i] & mask) !== (c.bytes[i] & mask)) return false;
+  }
+  return true;
 }

@@ -1,4 +1,4 @@
-import { RRClass } from './constants.ts';
+import { Opcode, RRClass } from './constants.ts';
 import { fqdn } from './name.ts';
 import type { Message } from './types.ts';
 
@@ -19,7 +19,7 @@ export function replyTo(req: Message): Message {
   m.id = req.id;
   m.qr = true;
   m.opcode = req.opcode;
-  if (req.opcode === 0) {
+  if (req.opcode === Opcode.QUERY) {
     m.rd = req.rd;
     m.cd = req.cd;
   }

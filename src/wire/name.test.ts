@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  addressToReverse, classToString, countLabels, fqdn, isDomainName, isFqdn, isSubdomain, nameEqual,
-  opcodeToString, parentName, rcodeToString, reverseToAddress, splitLabels, stringToClass, stringToRcode,
+  addressToReverse, asciiLower, classToString, countLabels, fqdn, isDomainName, isFqdn, isSubdomain, lowerName,
+  nameEqual, nextLabel, opcodeToString, parentName, rcodeToString, reverseToAddress, splitLabels, stringToClass, stringToRcode,
   stringToType, typeToString, RRType, Rcode,
 } from './index.ts';
 
@@ -42,6 +42,10 @@ test('fqdn, equality, labels', () => {
   assert.equal(fqdn('a.b.'), 'a.b.');
   assert.equal(isFqdn('a\\.'), false);
   assert.equal(isFqdn('a\\\\.'), true);
+  assert.equal(isFqdn('a.'), true);
+  assert.equal(isFqdn(''), false);
+  assert.equal(fqdn('a'), 'a.');
+  assert.equal(fqdn('a\\.'), 'a\\..');
   assert.ok(nameEqual('ExAmple.ORG.', 'example.org.'));
   assert.ok(!nameEqual('example.org.', 'example.com.'));
   assert.equal(countLabels('.'), 0);
@@ -53,6 +57,21 @@ test('fqdn, equality, labels', () => {
   assert.equal(parentName('c.'), '.');
   assert.equal(parentName('.'), undefined);
   assert.equal(parentName('a\\.b.c.'), 'c.');
+  assert.equal(nextLabel('a.b.', 0), 2);
+  assert.equal(nextLabel('a\\.b.', 0), 5);
+  assert.equal(nextLabel('a.b.', 2), 4);
+  assert.equal(nextLabel('a.b.', 4), 4);
+  assert.equal(nextLabel('ab', 0), 2);
+  assert.equal(nextLabel('a\\', 0), 2);
+});
+
+test('asciiLower folds A-Z only (RFC 4343)', () => {
+  const s = 'example.org.';
+  assert.equal(asciiLower(s), s);
+  assert.equal(asciiLower('WwW.ExAmPlE.oRg.'), 'www.example.org.');
+  assert.equal(asciiLower('\\065B.ÄÖ.'), '\\065b.ÄÖ.');
+  assert.equal(asciiLower('K\u212A.'), 'k\u212A.'); // the Kelvin sign is not folded to k
+  assert.equal(lowerName, asciiLower);
 });
 
 test('isSubdomain', () => {
@@ -84,6 +103,16 @@ test('reverse names', () => {
 });
 
 test('isDomainName (miekg IsDomainName)', () => {
+  for (const ok of ['.', 'a', 'a.', 'example.org', 'a b', 'a\\.b', 'a\\065', '*.x', '_srv._tcp', 'x'.repeat(63), 'ä.example', 'a{', '\\\\']) {
+    assert.equal(isDomainName(ok), true, ok);
+  }
+  for (const bad of ['', '..', 'a..b', '.a', 'x'.repeat(64), 'a\\', 'a.\\', ('a'.repeat(63) + '.').repeat(4) + 'a']) {
+    assert.equal(isDomainName(bad), false, bad);
+  }
+  // 63+63+63+61 labels: 254 octets is fine
+  assert.equal(isDomainName(('a'.repeat(63) + '.').repeat(3) + 'a'.repeat(61)), true);
+  // miekg counts the wire length without the root label and allows up to 256 (not 255)
+  assert.equal(isDomainName(('a'.repeat(63) + '.').repeat(3) + 'a'.repeat(63)), true);
   assert.ok(isDomainName('example.org'));
   assert.ok(isDomainName('.'));
   assert.ok(isDomainName('_srv._tcp.example.org.'));

@@ -1,8 +1,9 @@
 // Helpers on presentation-form domain names: fully qualified with a trailing dot, `\.`, `\\` and
 // `\DDD` escapes for bytes that cannot appear literally. Letter case is preserved; comparisons are
-// ASCII case-insensitive, as DNS requires.
+// ASCII case-insensitive, as DNS requires (RFC 4343). This is the one home of name case folding,
+// comparison, FQDN and label operations: everything else in src uses these.
 
-import { formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
+import { formatIPv4Number, formatIPv6Go, parseIPv4, parseIPv6 } from './ip.ts';
 
 /** True when the final dot of `s` is a label separator (not escaped). miekg `IsFqdn`. */
 export function isFqdn(s: string): boolean {
@@ -14,7 +15,7 @@ export function isFqdn(s: string): boolean {
   return ((n - 2 - i) & 1) === 0;
 }
 
-/** Appends the root dot when missing. */
+/** Appends the root dot when missing. miekg `Fqdn`. */
 export function fqdn(s: string): string {
   return isFqdn(s) ? s : s + '.';
 }
@@ -36,13 +37,46 @@ export function nameEqual(a: string, b: string): boolean {
   return true;
 }
 
-/** ASCII lower-casing that leaves every other character (and escapes) alone. */
-export function lowerName(s: string): string {
+/**
+ * ASCII-only lower-casing, as DNS requires (RFC 4343): A-Z become a-z, every other character
+ * (and escape) stays. Returns the same string when nothing changes, so a name that is already
+ * lower case costs no allocation.
+ */
+export function asciiLower(s: string): string {
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c >= 65 && c <= 90) return s.toLowerCase();
+    if (c >= 65 && c <= 90) return lowerFrom(s, i);
   }
   return s;
+}
+
+function lowerFrom(s: string, from: number): string {
+  let out = s.slice(0, from);
+  for (let i = from; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    out += c >= 65 && c <= 90 ? String.fromCharCode(c + 32) : s[i];
+  }
+  return out;
+}
+
+/** The library's older name for {@link asciiLower} (same function). */
+export const lowerName = asciiLower;
+
+/**
+ * Index of the first character of the label after the one that contains `i` (just past the next
+ * unescaped dot at or after `i`); `s.length` when no label follows. miekg `NextLabel` without its
+ * `end` flag. Allocation-free: the server's zone routing walks every query name with it.
+ */
+export function nextLabel(s: string, i: number): number {
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 92) {
+      i++;
+      continue;
+    }
+    if (c === 46) return i + 1;
+  }
+  return s.length;
 }
 
 /** True when the character at `i` (a dot) is a label separator, i.e. preceded by an even number of backslashes. */
@@ -80,14 +114,7 @@ export function countLabels(name: string): number {
   const s = fqdn(name);
   if (s === '.') return 0;
   let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 92) {
-      i++;
-      continue;
-    }
-    if (c === 46) n++;
-  }
+  for (let i = 0; i < s.length; i = nextLabel(s, i)) n++;
   return n;
 }
 
@@ -96,17 +123,10 @@ export function splitLabels(name: string): string[] {
   const s = fqdn(name);
   const out: string[] = [];
   if (s === '.') return out;
-  let begin = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 92) {
-      i++;
-      continue;
-    }
-    if (c === 46) {
-      out.push(s.slice(begin, i));
-      begin = i + 1;
-    }
+  for (let begin = 0; begin < s.length;) {
+    const i = nextLabel(s, begin);
+    out.push(s.slice(begin, i - 1));
+    begin = i;
   }
   return out;
 }
@@ -115,15 +135,8 @@ export function splitLabels(name: string): string[] {
 export function parentName(name: string): string | undefined {
   const s = fqdn(name);
   if (s === '.') return undefined;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c === 92) {
-      i++;
-      continue;
-    }
-    if (c === 46) return i + 1 >= s.length ? '.' : s.slice(i + 1);
-  }
-  return '.';
+  const i = nextLabel(s, 0);
+  return i >= s.length ? '.' : s.slice(i);
 }
 
 const IP4_ARPA = '.in-addr.arpa.';
@@ -134,14 +147,14 @@ const IP6_ARPA = '.ip6.arpa.';
  * 32-nibble `ip6.arpa.` name → IPv6 text as Go prints it. Partial or invalid names → undefined.
  */
 export function reverseToAddress(name: string): string | undefined {
-  const s = lowerName(fqdn(name));
+  const s = asciiLower(fqdn(name));
   if (s.endsWith(IP4_ARPA)) {
     const parts = s.slice(0, s.length - IP4_ARPA.length).split('.');
     if (parts.length !== 4) return undefined;
     const text = parts[3] + '.' + parts[2] + '.' + parts[1] + '.' + parts[0];
     const v = parseIPv4(text);
     if (v < 0) return undefined;
-    return (v >>> 24) + '.' + ((v >>> 16) & 255) + '.' + ((v >>> 8) & 255) + '.' + (v & 255);
+    return formatIPv4Number(v);
   }
   if (s.endsWith(IP6_ARPA)) {
     const body = s.slice(0, s.length - IP6_ARPA.length);
@@ -178,45 +191,57 @@ export function addressToReverse(ip: string): string {
   return s + IP6_ARPA.slice(1);
 }
 
-function isDigit(c: number): boolean {
-  return c >= 48 && c <= 57;
+const utf8 = new TextEncoder();
+
+function isDigitByte(c: number | undefined): boolean {
+  return c !== undefined && c >= 0x30 && c <= 0x39;
 }
 
 /**
- * miekg/dns `IsDomainName` semantics: very liberal about characters; rejects the empty string,
- * empty labels (except the root name itself), a leading dot, labels over 63 octets, names over
- * 255 wire octets and a dangling backslash.
+ * miekg/dns `IsDomainName` (v1.1.72), on the UTF-8 bytes of `s`: any bytes allowed; rejects
+ * empty input, empty labels, a leading dot (except `.`), labels of 64+ octets, names longer
+ * than miekg's 256-octet limit on the wire and a dangling backslash. Not for the query path
+ * (it encodes the name).
  */
 export function isDomainName(s: string): boolean {
+  const lenmsg = 256;
   if (s.length === 0) return false;
-  if (s === '.') return true;
-  const name = fqdn(s);
-  let wire = 1; // the root label
-  let labelLen = 0;
+  const b = utf8.encode(fqdn(s));
+  let off = 0;
+  let begin = 0;
   let wasDot = false;
-  for (let i = 0; i < name.length; i++) {
-    const c = name.charCodeAt(i);
-    if (c === 92) {
-      if (i + 1 >= name.length) return false; // dangling backslash
-      if (i + 3 < name.length && isDigit(name.charCodeAt(i + 1)) && isDigit(name.charCodeAt(i + 2)) && isDigit(name.charCodeAt(i + 3))) {
-        i += 3;
-      } else i++;
-      labelLen++;
-      wasDot = false;
-      continue;
+  let escape = false;
+  for (let i = 0; i < b.length; i++) {
+    switch (b[i]) {
+      case 0x5c: // '\\'
+        escape = !escape;
+        if (off + 1 > lenmsg) return false;
+        if (isDigitByte(b[i + 1]) && isDigitByte(b[i + 2]) && isDigitByte(b[i + 3])) {
+          i += 3;
+          begin += 3;
+        } else {
+          i++;
+          begin++;
+        }
+        wasDot = false;
+        break;
+      case 0x2e: {
+        // '.'
+        escape = false;
+        if (i === 0 && b.length > 1) return false; // leading dot
+        if (wasDot) return false; // empty label
+        wasDot = true;
+        const labelLen = i - begin;
+        if (labelLen >= 64) return false;
+        off += 1 + labelLen;
+        if (off > lenmsg) return false;
+        begin = i + 1;
+        break;
+      }
+      default:
+        escape = false;
+        wasDot = false;
     }
-    if (c === 46) {
-      if (i === 0) return false;
-      if (wasDot) return false;
-      wasDot = true;
-      if (labelLen > 63) return false;
-      wire += labelLen + 1;
-      if (wire > 255) return false;
-      labelLen = 0;
-      continue;
-    }
-    labelLen += c > 0x7f ? (c > 0x7ff ? 3 : 2) : 1;
-    wasDot = false;
   }
-  return labelLen === 0;
+  return !escape;
 }

@@ -1,17 +1,52 @@
-// Walking a wire message without decoding it: used on the hot path to find
-// the OPT record of a ready-made reply so it can be patched in place.
+// Walking a wire message without decoding it: on the hot path, to find the
+// question's end or the OPT record of a ready-made reply so it can be patched
+// in place, or where a reply's TTLs sit so a cached copy can be served by
+// patching bytes. The one home of wire walking outside the codec.
 
-/** Offset just past the name at `off`, or -1 when it runs off the buffer. */
-export function skipName(buf: Uint8Array, off: number): number {
+import { RRType } from './constants.ts';
+
+/**
+ * Offset just past the name at `off`, or -1 when it runs off the buffer. A compression pointer
+ * ends the name (it is not followed); with `targets`, the offset each pointer points to is pushed
+ * there.
+ */
+export function skipName(buf: Uint8Array, off: number, targets?: number[]): number {
   for (let hops = 0; hops < 128; hops++) {
     if (off >= buf.length) return -1;
     const len = buf[off]!;
     if (len === 0) return off + 1;
-    if ((len & 0xc0) === 0xc0) return off + 2 <= buf.length ? off + 2 : -1;
+    if ((len & 0xc0) === 0xc0) {
+      if (off + 2 > buf.length) return -1;
+      if (targets !== undefined) targets.push(((len & 0x3f) << 8) | buf[off + 1]!);
+      return off + 2;
+    }
     if (len & 0xc0) return -1;
     off += len + 1;
   }
   return -1;
+}
+
+/** Offset just past the first question (12 + name + type + class); -1 when it does not fit. */
+export function questionEnd(buf: Uint8Array): number {
+  const end = skipName(buf, 12);
+  return end < 0 || end + 4 > buf.length ? -1 : end + 4;
+}
+
+/**
+ * The question of `reply` equals the one of `query` (whose question ends at `qEnd`): one question,
+ * the same bytes with ASCII letters compared case-insensitively.
+ */
+export function questionMatches(query: Uint8Array, qEnd: number, reply: Uint8Array): boolean {
+  if (reply.length < qEnd) return false;
+  if (reply[4] !== 0 || reply[5] !== 1) return false;
+  for (let i = 12; i < qEnd; i++) {
+    let a = query[i]!, b = reply[i]!;
+    if (a === b) continue;
+    if (a >= 65 && a <= 90) a += 32;
+    if (b >= 65 && b <= 90) b += 32;
+    if (a !== b) return false;
+  }
+  return true;
 }
 
 /**
@@ -37,9 +72,81 @@ export function findOptRecord(buf: Uint8Array): number {
     if (off < 0 || off + 10 > buf.length) return -2;
     const type = (buf[off]! << 8) | buf[off + 1]!;
     const rdlen = (buf[off + 8]! << 8) | buf[off + 9]!;
-    if (i >= before && type === 41) return start;
+    if (i >= before && type === RRType.OPT) return start;
     off += 10 + rdlen;
     if (off > buf.length) return -2;
   }
   return -1;
+}
+
+/** Where a message's records sit, as `scanRecords` finds them. */
+export interface RecordScan {
+  /** Offset just past the question section. */
+  qEnd: number;
+  /** Offsets of the 4-byte TTL fields of all non-OPT records, in wire order. */
+  ttls: number[];
+  /** Offset of the OPT record's first byte, -1 when there is none. */
+  optStart: number;
+  /** Offset just past the OPT record. */
+  optEnd: number;
+}
+
+/** Scan a well-formed message; undefined when the framing does not add up. */
+export function scanRecords(b: Uint8Array): RecordScan | undefined {
+  if (b.length < 12) return undefined;
+  const qd = (b[4]! << 8) | b[5]!;
+  const rrs = ((b[6]! << 8) | b[7]!) + ((b[8]! << 8) | b[9]!) + ((b[10]! << 8) | b[11]!);
+  let p = 12;
+  for (let i = 0; i < qd; i++) {
+    p = skipName(b, p);
+    if (p < 0) return undefined;
+    p += 4;
+  }
+  if (p > b.length) return undefined;
+  const out: RecordScan = { qEnd: p, ttls: [], optStart: -1, optEnd: -1 };
+  for (let i = 0; i < rrs; i++) {
+    const start = p;
+    p = skipName(b, p);
+    if (p < 0 || p + 10 > b.length) return undefined;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
+    const end = p + 10 + rdlen;
+    if (end > b.length) return undefined;
+    if (type === RRType.OPT) {
+      out.optStart = start;
+      out.optEnd = end;
+    } else {
+      out.ttls.push(p + 4);
+    }
+    p = end;
+  }
+  return out;
+}
+
+/** Writes a 32-bit TTL at `at`. */
+export function writeTtl(b: Uint8Array, at: number, ttl: number): void {
+  b[at] = ttl >>> 24;
+  b[at + 1] = (ttl >>> 16) & 0xff;
+  b[at + 2] = (ttl >>> 8) & 0xff;
+  b[at + 3] = ttl & 0xff;
+}
+
+/** A copy of `buf` without the OPT record at [start, end), ARCOUNT one less. */
+export function removeOpt(buf: Uint8Array, start: number, end: number): Buffer {
+  const out = Buffer.allocUnsafe(buf.length - (end - start));
+  out.set(buf.subarray(0, start), 0);
+  out.set(buf.subarray(end), start);
+  const ar = ((out[10]! << 8) | out[11]!) - 1;
+  out[10] = ar >> 8;
+  out[11] = ar & 0xff;
+  return out;
+}
+
+/** `buf` without its OPT record: a copy, or `buf` itself when it has none (or cannot be walked). */
+export function withoutOpt(buf: Uint8Array): Uint8Array {
+  const at = findOptRecord(buf);
+  if (at < 0) return buf;
+  const p = skipName(buf, at); // the root name, one byte, in any sane message
+  const rdlen = (buf[p + 8]! << 8) | buf[p + 9]!;
+  return removeOpt(buf, at, p + 10 + rdlen);
 }

@@ -12,6 +12,7 @@
 
 import { copyLastEncoded, encodeMessage, encodeTruncated, messageLength } from './encode.ts';
 import type { Message } from './types.ts';
+import { RRType } from './constants.ts';
 
 export function encodeWithin(
   msg: Message,
@@ -20,7 +21,7 @@ export function encodeWithin(
 ): { wire: Uint8Array; truncated: boolean } {
   const size = maxSize < 512 ? 512 : maxSize;
   const ar = msg.additional;
-  const tsig = ar.length > 0 && ar[ar.length - 1].type === 250;
+  const tsig = ar.length > 0 && ar[ar.length - 1].type === RRType.TSIG;
   const plainLen = messageLength(msg, false);
   if (plainLen <= size || tsig) {
     const above = opts.compressAbove;

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { K8sApiServer, type ClusterState, type KObject } from './server.ts';
+import { K8sApiServer, matchesSelector, type ClusterState, type KObject } from './server.ts';
+import { parseSelector } from '../../src/plugin/kubernetes/selector.ts';
 
 const FIXTURE = JSON.parse(readFileSync(fileURLToPath(new URL('./fixtures/cluster.json', import.meta.url)), 'utf8')) as ClusterState;
 
@@ -18,6 +19,14 @@ function get(port: number, path: string): Promise<{ status: number; type: string
     }).on('error', reject);
   });
 }
+
+test('label selectors filter like kube-apiserver: equality and set based', () => {
+  const s = parseSelector('environment in (staging, qa),application=nginx,!legacy');
+  assert.equal(matchesSelector(s, { environment: 'qa', application: 'nginx' }), true);
+  assert.equal(matchesSelector(s, { environment: 'prod', application: 'nginx' }), false);
+  assert.equal(matchesSelector(s, { environment: 'qa', application: 'nginx', legacy: 'x' }), false);
+  assert.equal(matchesSelector(parseSelector('a!=b'), {}), true);
+});
 
 interface Ev { type: string; object: KObject & { code?: number; reason?: string } }
 

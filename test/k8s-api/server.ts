@@ -32,7 +32,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
-import { matchesSelector, parseSelector, type Requirement } from '../../src/plugin/kubernetes/selector.ts';
+import { parseSelector, type Requirement } from '../../src/plugin/kubernetes/selector.ts';
 
 export interface KObject {
   kind?: string;
@@ -142,6 +142,24 @@ function parseFieldSelector(s: string | null): FieldReq[] {
     if (m === null) throw new Error(`invalid field selector: ${part}`);
     return { path: m[1], op: m[2] === '!=' ? '!=' : '=', value: m[3] };
   });
+}
+
+/** Whether `labels` satisfy every requirement of a parsed label selector (kube-apiserver's filtering). */
+export function matchesSelector(reqs: readonly Requirement[], labels: Record<string, string> | undefined): boolean {
+  const l = labels ?? {};
+  for (const r of reqs) {
+    const has = Object.prototype.hasOwnProperty.call(l, r.key);
+    const v = l[r.key];
+    switch (r.op) {
+      case 'exists': if (!has) return false; break;
+      case '!': if (has) return false; break;
+      case '=': case '==': if (!has || v !== r.values[0]) return false; break;
+      case '!=': if (has && v === r.values[0]) return false; break;
+      case 'in': if (!has || !r.values.includes(v)) return false; break;
+      case 'notin': if (has && r.values.includes(v)) return false; break;
+    }
+  }
+  return true;
 }
 
 function fieldsMatch(reqs: FieldReq[], o: KObject): boolean {

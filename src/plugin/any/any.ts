@@ -4,9 +4,8 @@ import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
+import { RRClass, RRType } from '../../wire/constants.ts';
 
-const TYPE_ANY = 255;
-const TYPE_HINFO = 13;
 const CPU = new TextEncoder().encode('ANY obsoleted');
 const OS = new TextEncoder().encode('See RFC 8482');
 
@@ -19,9 +18,9 @@ export class Any implements Handler {
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
-    if (req.qtype !== TYPE_ANY) return nextOrFailure(this.name, this.next, req, w);
+    if (req.qtype !== RRType.ANY) return nextOrFailure(this.name, this.next, req, w);
     const reply = replyTo(req.msg);
-    reply.answer = [{ name: req.qname, type: TYPE_HINFO, class: 1, ttl: 8482, data: { cpu: CPU, os: OS } }];
+    reply.answer = [{ name: req.qname, type: RRType.HINFO, class: RRClass.IN, ttl: 8482, data: { cpu: CPU, os: OS } }];
     w.writeMsg(reply);
     return 0;
   }

@@ -1,13 +1,13 @@
 // bind: which addresses a server block listens on (a setup-only directive).
 
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
-import { formatIPv6Go, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
+import { formatIPv6Go, parseIP, parseIPv6 } from '../../wire/ip.ts';
 
 export type InterfaceTable = NodeJS.Dict<NetworkInterfaceInfo[]>;
 
 /** Go's net.ParseIP validity (no zone allowed). */
 export function isIPLiteral(s: string): boolean {
-  return parseIPv4(s) >= 0 || parseIPv6(s) !== undefined;
+  return parseIP(s) !== undefined;
 }
 
 function isLinkLocalV6(b: Uint8Array): boolean {

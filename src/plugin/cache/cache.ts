@@ -7,16 +7,15 @@ import type { Request } from '../../core/request.ts';
 import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
+import { asciiLower } from '../../wire/name.ts';
+import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
-import { scan, writeTtl } from './wirescan.ts';
+import { removeOpt, scanRecords, writeTtl } from '../../wire/scan.ts';
 import { cacheDrops, cacheHits, cacheMisses, cachePrefetches, cacheRequests, cacheSize, evictions, servedStale } from './metrics.ts';
 
 const SHARDS = 256;
-const TYPE_SOA = 6;
-const TYPE_CNAME = 5;
-const TYPE_ANY = 255;
 /** dnsutil.MinimalDefaultTTL / MaximumDefaulTTL */
 const MIN_DEFAULT_TTL = 5;
 const MAX_DEFAULT_TTL = 3600;
@@ -182,7 +181,7 @@ export function minimalTtl(m: Message, mt: number): number {
     for (let i = 0; i < sec.length; i++) {
       const rr = sec[i]!;
       if (rr.ttl < min) min = rr.ttl;
-      if (denial && rr.type === TYPE_SOA && sec === m.authority) {
+      if (denial && rr.type === RRType.SOA && sec === m.authority) {
         const mm = (rr.data as SOAData).minimum;
         if (mm < min) min = mm;
       }
@@ -197,23 +196,19 @@ function clamp(ttl: number, min: number, max: number): number {
   return ttl;
 }
 
-function lowerAscii(s: string): string {
-  return s.toLowerCase();
-}
-
 /** The answer section reaches the question's type (following CNAMEs from the qname). */
 function answersQuestion(m: Message): boolean {
   const q = m.question[0];
   if (q === undefined) return true;
-  if (q.type === TYPE_ANY || q.type === TYPE_CNAME) return true;
-  let name = lowerAscii(q.name);
+  if (q.type === RRType.ANY || q.type === RRType.CNAME) return true;
+  let name = asciiLower(q.name);
   const seen = new Set<string>();
   for (;;) {
     let next: string | undefined;
     for (const rr of m.answer) {
-      if (lowerAscii(rr.name) !== name) continue;
+      if (asciiLower(rr.name) !== name) continue;
       if (rr.type === q.type) return true;
-      if (rr.type === TYPE_CNAME) next = lowerAscii((rr.data as NameData).target);
+      if (rr.type === RRType.CNAME) next = asciiLower((rr.data as NameData).target);
     }
     if (next === undefined || seen.has(next)) break;
     seen.add(name);
@@ -229,7 +224,7 @@ function sameBytes(a: Uint8Array, b: Uint8Array, from: number, to: number): bool
 }
 
 function hasSoa(rrs: ResourceRecord[]): boolean {
-  for (const rr of rrs) if (rr.type === TYPE_SOA) return true;
+  for (const rr of rrs) if (rr.type === RRType.SOA) return true;
   return false;
 }
 
@@ -357,8 +352,8 @@ export class Cache implements Handler {
     out[0] = id >> 8;
     out[1] = id & 0xff;
     const opcode = msg.opcode;
-    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === 0 && msg.rd ? 0x01 : 0);
-    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === 0 && msg.cd ? 0x10 : 0) | item.rcode;
+    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === Opcode.QUERY && msg.rd ? 0x01 : 0);
+    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === Opcode.QUERY && msg.cd ? 0x10 : 0) | item.rcode;
     // The client's question bytes (req.wire) stand in the reply when they equal the stored ones;
     // a plugin before us that rewrote the question makes them differ, which the rebuild handles.
     if (req.questionEnd !== item.qEnd || !sameBytes(req.wire, src, 12, item.qEnd)) {
@@ -482,7 +477,7 @@ export class Cache implements Handler {
       default:
         return undefined;
     }
-    if (except.length > 0 && zonesMatches(except, lowerAscii(qname)) !== '') return undefined;
+    if (except.length > 0 && zonesMatches(except, asciiLower(qname)) !== '') return undefined;
     const stored = storedWire(res, wire, duration);
     if (stored === undefined) return undefined;
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
@@ -502,16 +497,10 @@ export class Cache implements Handler {
 function storedWire(res: Message, wire: Uint8Array | undefined, duration: number): { wire: Buffer; ttls: number[]; qEnd: number } | undefined {
   let b: Buffer | undefined;
   if (wire !== undefined) {
-    const s = scan(wire);
+    const s = scanRecords(wire);
     if (s !== undefined) {
-      if (s.optStart < 0) {
-        b = Buffer.from(wire);
-      } else if (s.optEnd === wire.length) {
-        b = Buffer.from(wire.subarray(0, s.optStart));
-        const ar = ((b[10]! << 8) | b[11]!) - 1;
-        b[10] = ar >> 8;
-        b[11] = ar & 0xff;
-      }
+      if (s.optStart < 0) b = Buffer.from(wire);
+      else if (s.optEnd === wire.length) b = removeOpt(wire, s.optStart, s.optEnd);
     }
   }
   if (b === undefined) {
@@ -521,7 +510,7 @@ function storedWire(res: Message, wire: Uint8Array | undefined, duration: number
       return undefined;
     }
   }
-  const s = scan(b);
+  const s = scanRecords(b);
   if (s === undefined) return undefined;
   for (const off of s.ttls) writeTtl(b, off, duration);
   return { wire: b, ttls: s.ttls, qEnd: s.qEnd };
@@ -569,7 +558,7 @@ export class CacheWriter implements ResponseWriter {
 
   private process(res: Message, wire: Uint8Array | undefined): void {
     if (this.verify) {
-      if (res.rcode !== 0 && res.rcode !== 3) return; // not a usable refresh: the stale entry is served
+      if (res.rcode !== Rcode.NOERROR && res.rcode !== Rcode.NXDOMAIN) return; // not a usable refresh: the stale entry is served
       this.refreshed = !this.late;
     }
     const c = this.c;
@@ -602,14 +591,9 @@ export class CacheWriter implements ResponseWriter {
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
     if (wire !== undefined) {
-      const s = scan(wire);
+      const s = scanRecords(wire);
       if (s !== undefined && (s.optStart < 0 || s.optEnd === wire.length)) {
-        const out = Buffer.from(s.optStart < 0 ? wire : wire.subarray(0, s.optStart));
-        if (s.optStart >= 0) {
-          const ar = ((out[10]! << 8) | out[11]!) - 1;
-          out[10] = ar >> 8;
-          out[11] = ar & 0xff;
-        }
+        const out = s.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, s.optStart, s.optEnd);
         for (const off of s.ttls) writeTtl(out, off, duration);
         if (clearAd) out[3] = out[3]! & ~0x20;
         inner.writeWire(out);
@@ -626,6 +610,6 @@ export class CacheWriter implements ResponseWriter {
   private matches(res: Message): boolean {
     if (res.question.length !== 1 || !res.qr) return false;
     const q = res.question[0]!;
-    return q.type === this.req.qtype && q.class === this.req.qclass && lowerAscii(q.name) === this.req.name;
+    return q.type === this.req.qtype && q.class === this.req.qclass && asciiLower(q.name) === this.req.name;
   }
 }

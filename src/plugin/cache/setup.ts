@@ -1,7 +1,8 @@
 // cache's Corefile syntax (CoreDNS plugin/cache/setup.go), messages kept.
 
 import type { PluginDefinition } from '../plugin.ts';
-import { originsFromArgsOrServerBlock, normalizeName, isDomainName } from '../../corefile/address.ts';
+import { originsFromArgsOrServerBlock, normalizeName } from '../../corefile/address.ts';
+import { isDomainName } from '../../wire/name.ts';
 import { parseDuration, DurationError } from '../pkg/duration.ts';
 import { Cache, defaultCacheOptions } from './cache.ts';
 

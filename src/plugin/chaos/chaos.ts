@@ -7,9 +7,8 @@ import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
+import { RRClass, RRType } from '../../wire/constants.ts';
 
-const CLASS_CH = 3;
-const TYPE_TXT = 16;
 const enc = new TextEncoder();
 
 /** A character-string holds at most 255 octets: longer text is cut (CoreDNS trims at 255 too). */
@@ -31,7 +30,7 @@ export class Chaos implements Handler {
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
-    if (req.qclass !== CLASS_CH || req.qtype !== TYPE_TXT) return nextOrFailure(this.name, this.next, req, w);
+    if (req.qclass !== RRClass.CH || req.qtype !== RRType.TXT) return nextOrFailure(this.name, this.next, req, w);
     const qname = req.qname;
     let answer: ResourceRecord[];
     switch (req.name) {
@@ -60,7 +59,7 @@ export class Chaos implements Handler {
 }
 
 function txt(name: string, s: Uint8Array): ResourceRecord {
-  return { name, type: TYPE_TXT, class: CLASS_CH, ttl: 0, data: { strings: [s] } };
+  return { name, type: RRType.TXT, class: RRClass.CH, ttl: 0, data: { strings: [s] } };
 }
 
 function currentHostname(): string {

@@ -15,16 +15,14 @@ import { nameMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
 import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
-import { questionEnd, questionMatches } from '../pkg/proxy/conn.ts';
+import { questionEnd, questionMatches } from '../../wire/scan.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';
 import { coalescedCount, healthcheckBrokenCount, maxConcurrentRejectCount } from './metrics.ts';
 import { readResolvConf, stripZone } from '../pkg/resolvconf.ts';
+import { Opcode, Rcode } from '../../wire/constants.ts';
 
-const SERVFAIL = 2;
-const REFUSED = 5;
-const FORMERR = 1;
 /** CoreDNS defaultTimeout: the whole per-query budget. */
 export const DEFAULT_TIMEOUT_MS = 5000;
 
@@ -247,7 +245,7 @@ export class Forward implements UpstreamControl {
     const max = this.opts.maxConcurrent;
     if (max > 0 && this.concurrent >= max) {
       maxConcurrentRejectCount.inc();
-      throw new PluginError(REFUSED, this.limitMessage);
+      throw new PluginError(Rcode.REFUSED, this.limitMessage);
     }
     this.concurrent++;
     return this.serve(req, w);
@@ -260,7 +258,7 @@ export class Forward implements UpstreamControl {
       try {
         query = encodeMessage(msg);
       } catch (e) {
-        throw new PluginError(FORMERR, e instanceof Error ? e.message : String(e));
+        throw new PluginError(Rcode.FORMERR, e instanceof Error ? e.message : String(e));
       }
       const qEnd = questionEnd(query);
       const o = this.opts;
@@ -269,7 +267,7 @@ export class Forward implements UpstreamControl {
       let outcome: Outcome;
       let shared = false;
       // (loop) `loop/no-coalesce`: a loop probe must be forwarded on every lap, as CoreDNS would.
-      if (o.coalesce && msg.opcode === 0 && msg.question.length === 1 && req.metadata(NO_COALESCE) === undefined) {
+      if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.metadata(NO_COALESCE) === undefined) {
         const e = msg.edns;
         const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
@@ -283,7 +281,7 @@ export class Forward implements UpstreamControl {
       const proxy = outcome.proxy;
       if (proxy !== undefined) req.setMetadata(UPSTREAM_USED, proxy.addr);
       if (outcome.reply === undefined) {
-        throw new PluginError(SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
+        throw new PluginError(Rcode.SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
       }
       const out = Buffer.from(outcome.reply);
       out[0] = msg.id >> 8;
@@ -291,14 +289,14 @@ export class Forward implements UpstreamControl {
       if ((out[2]! & 0x80) === 0 || !questionMatches(query, qEnd, out)) {
         // CoreDNS: a reply that does not match the question is answered with FORMERR.
         const formerr = replyTo(msg);
-        formerr.rcode = FORMERR;
+        formerr.rcode = Rcode.FORMERR;
         w.writeMsg(formerr);
         return 0;
       }
       if (shared) out.set(query.subarray(12, qEnd), 12);
       const rcode = out[3]! & 0x0f;
       if (this.next instanceof Forward || (this.next !== undefined && this.next.name === 'forward')) {
-        const nodata = o.nextOnNodata && rcode === 0 && out[6] === 0 && out[7] === 0;
+        const nodata = o.nextOnNodata && rcode === Rcode.NOERROR && out[6] === 0 && out[7] === 0;
         if (nodata || o.nextRcodes.includes(rcode)) return await nextOrFailure(this.name, this.next, req, w);
       }
       w.writeWire(out);

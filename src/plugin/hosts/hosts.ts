@@ -11,11 +11,7 @@ import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { HostsMap, lookupIn, parseHosts, parseHostIP } from './hostsfile.ts';
 import { hostsEntries, hostsReloadTimestamp } from './metrics.ts';
-
-const TYPE_A = 1;
-const TYPE_AAAA = 28;
-const TYPE_PTR = 12;
-const SERVFAIL = 2;
+import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 
 export interface HostsOptions {
   path: string;
@@ -125,27 +121,27 @@ export class Hosts implements Handler {
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
     const qname = req.name;
     const qtype = req.qtype;
-    if (zonesMatches(this.origins, qname) === '' && qtype !== TYPE_PTR) {
+    if (zonesMatches(this.origins, qname) === '' && qtype !== RRType.PTR) {
       return nextOrFailure(this.name, this.next, req, w);
     }
     let answer: ResourceRecord[] = [];
     const ttl = this.ttl;
     switch (qtype) {
-      case TYPE_PTR: {
+      case RRType.PTR: {
         const names = this.file.lookupAddr(reverseToAddress(qname));
         if (names.length === 0) return nextOrFailure(this.name, this.next, req, w);
         answer = new Array<ResourceRecord>(names.length);
         for (let i = 0; i < names.length; i++) {
-          answer[i] = { name: qname, type: TYPE_PTR, class: 1, ttl, data: { target: names[i] } };
+          answer[i] = { name: qname, type: RRType.PTR, class: RRClass.IN, ttl, data: { target: names[i] } };
         }
         break;
       }
-      case TYPE_A:
-      case TYPE_AAAA: {
-        const ips = qtype === TYPE_A ? this.file.lookupV4(qname) : this.file.lookupV6(qname);
+      case RRType.A:
+      case RRType.AAAA: {
+        const ips = qtype === RRType.A ? this.file.lookupV4(qname) : this.file.lookupV6(qname);
         answer = new Array<ResourceRecord>(ips.length);
         for (let i = 0; i < ips.length; i++) {
-          answer[i] = { name: qname, type: qtype, class: 1, ttl, data: { address: ips[i] } };
+          answer[i] = { name: qname, type: qtype, class: RRClass.IN, ttl, data: { address: ips[i] } };
         }
         break;
       }
@@ -157,7 +153,7 @@ export class Hosts implements Handler {
     if (answer.length === 0 && !this.file.hasAddress(qname)) {
       if (this.fall.through(qname)) return nextOrFailure(this.name, this.next, req, w);
       // No SOA to build an NXDOMAIN with: SERVFAIL, written by the server.
-      return SERVFAIL;
+      return Rcode.SERVFAIL;
     }
     const reply = replyTo(req.msg);
     reply.aa = true;

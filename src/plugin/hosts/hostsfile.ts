@@ -1,7 +1,8 @@
 // Parsing /etc/hosts-style text into lookup maps (CoreDNS plugin/hosts/hostsfile.go).
 
-import { formatIPv4, formatIPv6Go, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
-import { fqdn } from '../../wire/name.ts';
+import { formatIPv4, formatIPv4Number, formatIPv6Go, isIPv4Mapped, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
+import { nextLabel } from '../../wire/name.ts';
+import { normalizeName } from '../../corefile/address.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 
 /** Lookup maps of one source (the file, or the inline entries). Addresses are canonical text. */
@@ -35,20 +36,11 @@ export function parseHostIP(s: string): ParsedIP | undefined {
   const pct = s.indexOf('%');
   if (pct >= 0) s = s.slice(0, pct);
   const v4 = parseIPv4(s);
-  if (v4 >= 0) {
-    return { family: 1, text: (v4 >>> 24) + '.' + ((v4 >>> 16) & 255) + '.' + ((v4 >>> 8) & 255) + '.' + (v4 & 255) };
-  }
+  if (v4 >= 0) return { family: 1, text: formatIPv4Number(v4) };
   const b = parseIPv6(s);
   if (b === undefined) return undefined;
-  let mapped = true;
-  for (let i = 0; i < 10; i++) if (b[i] !== 0) mapped = false;
-  if (mapped && b[10] === 0xff && b[11] === 0xff) return { family: 1, text: formatIPv4(b, 12) };
+  if (isIPv4Mapped(b, 0)) return { family: 1, text: formatIPv4(b, 12) };
   return { family: 2, text: formatIPv6Go(b, 0) };
-}
-
-/** Go's strings.ToLower(dns.Fqdn(s)) (CoreDNS plugin.Name.Normalize). */
-export function normalizeName(s: string): string {
-  return fqdn(s).toLowerCase();
 }
 
 function isGoSpace(c: number): boolean {
@@ -90,7 +82,7 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
     const ip = parseHostIP(f[0]);
     if (ip === undefined) continue;
     for (let i = 1; i < f.length; i++) {
-      const name = normalizeName(f[i]);
+      const name = normalizeName(f[i]); // CoreDNS plugin.Name.Normalize: Go's strings.ToLower(dns.Fqdn(s))
       if (zonesMatches(origins, name) === '') continue;
       if (name.length >= 2 && name[0] === '*' && name[1] === '.') {
         add(ip.family === 1 ? hmap.wild4 : hmap.wild6, name, ip.text);
@@ -105,15 +97,8 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
 
 /** `*.` + the name without its first label; '' for the root (miekg NextLabel "shot"). */
 export function wildcardFor(qname: string): string {
-  for (let i = 0; i < qname.length; i++) {
-    const c = qname.charCodeAt(i);
-    if (c === 92) {
-      i++;
-      continue;
-    }
-    if (c === 46) return i + 1 >= qname.length ? '' : '*.' + qname.slice(i + 1);
-  }
-  return '';
+  const i = nextLabel(qname, 0);
+  return i >= qname.length ? '' : '*.' + qname.slice(i);
 }
 
 /** Exact entries of `host`, else those of its wildcard; undefined when none. */

@@ -6,7 +6,7 @@ import type { Handler, HandlerResult, Readiness, ResponseWriter } from '../plugi
 import type { Request } from '../../core/request.ts';
 import type { Message, ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
-import { isSubdomain, reverseToAddress } from '../../wire/name.ts';
+import { asciiLower, fqdn, isSubdomain, reverseToAddress } from '../../wire/name.ts';
 import { parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
@@ -14,9 +14,7 @@ import { zonesMatches } from '../pkg/zones.ts';
 import type { AutoPather } from '../pkg/autopath.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
-
-const T_A = 1, T_NS = 2, T_CNAME = 5, T_SOA = 6, T_PTR = 12, T_MX = 15, T_TXT = 16, T_AAAA = 28, T_SRV = 33, T_IXFR = 251, T_AXFR = 252;
-const NOERROR = 0, SERVFAIL = 2, NXDOMAIN = 3, REFUSED = 5;
+import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 
 /** CoreDNS's msg.Service, reduced to what the kubernetes backend fills in. */
 interface Entry {
@@ -45,10 +43,6 @@ function ipFamily(host: string): 0 | 4 | 6 {
   if (parseIPv4(host) >= 0) return 4;
   if (host.includes(':') && parseIPv6(host) !== undefined) return 6;
   return 0;
-}
-
-function fqdn(s: string): string {
-  return s.endsWith('.') ? s : s + '.';
 }
 
 /** CoreDNS's endpointHostname. */
@@ -140,7 +134,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     const zl = zonesMatches(this.o.zones, name);
     if (zl === '') return nextOrFailure(this.name, this.next, req, w);
     const qtype = req.qtype;
-    if (qtype === T_AXFR || qtype === T_IXFR) return REFUSED;
+    if (qtype === RRType.AXFR || qtype === RRType.IXFR) return Rcode.REFUSED;
     const qname = req.qname;
     const ctx: Ctx = {
       req, zoneLower: zl, zone: zl === '.' ? '.' : qname.slice(qname.length - zl.length),
@@ -163,11 +157,11 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       } catch {
         m = undefined;
       }
-      ctx.upstream!.set(`${n.toLowerCase()}|${t}`, m ?? null);
+      ctx.upstream!.set(`${asciiLower(n)}|${t}`, m ?? null);
     }));
     ctx.needs = undefined;
     const r = await this.answer(ctx, w);
-    return r === -1 ? SERVFAIL : r;
+    return r === -1 ? Rcode.SERVFAIL : r;
   }
 
   /** Builds and writes the reply; -1 when upstream lookups must happen first. */
@@ -181,26 +175,26 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     let err = OK;
     let tc = false;
     switch (qtype) {
-      case T_A:
-      case T_AAAA: {
+      case RRType.A:
+      case RRType.AAAA: {
         const r = this.addresses(ctx, qname, name, qtype, []);
         records = r.records; err = r.err; tc = r.tc;
         break;
       }
-      case T_TXT: {
+      case RRType.TXT: {
         const r = this.txt(ctx, qname, name, []);
         records = r.records; err = r.err; tc = r.tc;
         break;
       }
-      case T_CNAME: {
+      case RRType.CNAME: {
         const s = this.services(ctx, name, qtype);
         err = s.err;
         if (err === OK && s.entries.length > 0 && ipFamily(s.entries[0].host) === 0) {
-          records = [{ name: qname, type: T_CNAME, class: 1, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
+          records = [{ name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
         }
         break;
       }
-      case T_PTR: {
+      case RRType.PTR: {
         const s = this.reverse(ctx, name);
         err = s.err;
         if (err === OK) {
@@ -208,50 +202,50 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
           for (const e of s.entries) {
             if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
             dup.add(e.host);
-            records.push({ name: qname, type: T_PTR, class: 1, ttl: e.ttl, data: { target: fqdn(e.host) } });
+            records.push({ name: qname, type: RRType.PTR, class: RRClass.IN, ttl: e.ttl, data: { target: fqdn(e.host) } });
           }
         }
         break;
       }
-      case T_MX: {
+      case RRType.MX: {
         // The kubernetes backend never marks entries as mail: only the error matters.
         err = this.services(ctx, name, qtype).err;
         break;
       }
-      case T_SRV: {
+      case RRType.SRV: {
         const r = this.srv(ctx, qname, name);
         records = r.records; extra = r.extra; err = r.err;
         break;
       }
-      case T_SOA:
+      case RRType.SOA:
         if (name === ctx.zoneLower) records = [this.soa(ctx)];
         break;
-      case T_NS:
+      case RRType.NS:
         if (name === ctx.zoneLower) {
           const r = this.ns(ctx, qname);
           records = r.records; extra = r.extra;
           break;
         }
-        err = this.addresses(ctx, qname, name, T_A, []).err;
+        err = this.addresses(ctx, qname, name, RRType.A, []).err;
         break;
       default:
         // A fake A lookup tells NXDOMAIN from NODATA.
-        err = this.addresses(ctx, qname, name, T_A, []).err;
+        err = this.addresses(ctx, qname, name, RRType.A, []).err;
     }
     if (ctx.needs !== undefined && ctx.upstream === undefined) return -1;
 
     if (err === NAME_ERROR) {
       if (this.o.fall.through(name)) return nextOrFailure(this.name, this.next, req, w);
-      return this.backendError(ctx, w, this.c.hasSynced() ? NXDOMAIN : SERVFAIL);
+      return this.backendError(ctx, w, this.c.hasSynced() ? Rcode.NXDOMAIN : Rcode.SERVFAIL);
     }
-    if (records.length === 0) return this.backendError(ctx, w, NOERROR);
+    if (records.length === 0) return this.backendError(ctx, w, Rcode.NOERROR);
     const m = replyTo(req.msg);
     m.aa = true;
     m.tc = tc;
     m.answer = dedup(records);
     m.additional = dedup(extra);
     w.writeMsg(m);
-    return NOERROR;
+    return Rcode.NOERROR;
   }
 
   private backendError(ctx: Ctx, w: ResponseWriter, rcode: number): number {
@@ -260,7 +254,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     m.aa = true;
     m.authority = [this.soa(ctx)];
     w.writeMsg(m);
-    return NOERROR;
+    return Rcode.NOERROR;
   }
 
   soa(ctx: Ctx): ResourceRecord {
@@ -269,7 +263,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     const join = (p: string) => (zone === '.' ? p + '.' : `${p}.${zone}`);
     const serial = (ctx.multicluster ? this.c.modifiedMulticluster : this.c.modified) >>> 0;
     return {
-      name: zone, type: T_SOA, class: 1, ttl: Math.min(ttl, 300),
+      name: zone, type: RRType.SOA, class: RRClass.IN, ttl: Math.min(ttl, 300),
       data: { mname: join('ns.dns'), rname: join('hostmaster'), serial, refresh: 7200, retry: 1800, expire: 86400, minimum: ttl },
     };
   }
@@ -282,7 +276,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   private services(ctx: Ctx, name: string, qtype: number): Result {
-    if (qtype === T_TXT) {
+    if (qtype === RRType.TXT) {
       const t = this.trimZone(name, ctx);
       if (t === 'dns-version') {
         return { entries: [{ host: '', port: 0, ttl: 28800, domain: ctx.req.qname, text: '1.1.0' }], err: OK };
@@ -292,17 +286,17 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       if (r.err === OK && r.entries.length === 0) return NAME_ERROR_RESULT;
       return r.err === OK ? NODATA_RESULT : r;
     }
-    if (qtype === T_NS) return { entries: this.nsEntries(ctx), err: OK };
+    if (qtype === RRType.NS) return { entries: this.nsEntries(ctx), err: OK };
     if (name === 'ns.dns.' + (ctx.zoneLower === '.' ? '' : ctx.zoneLower)) {
       const out: Entry[] = [];
       for (const e of this.nsEntries(ctx)) {
         const fam = ipFamily(e.host);
-        if ((fam === 4 && qtype === T_A) || (fam === 6 && qtype === T_AAAA)) out.push({ ...e, domain: ctx.req.qname });
+        if ((fam === 4 && qtype === RRType.A) || (fam === 6 && qtype === RRType.AAAA)) out.push({ ...e, domain: ctx.req.qname });
       }
       return { entries: out, err: OK };
     }
     const r = this.records(ctx, name);
-    if (qtype !== T_SRV || r.entries.length === 0) return r;
+    if (qtype !== RRType.SRV || r.entries.length === 0) return r;
     return { entries: r.entries.filter((e) => ipFamily(e.host) !== 0), err: r.err };
   }
 
@@ -372,7 +366,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       for (const s of slices) {
         for (const a of s.addresses) {
           const host = endpointHostname(a, this.o.endpointNameMode);
-          if (r.endpoint !== '' && r.endpoint !== host.toLowerCase()) continue;
+          if (r.endpoint !== '' && r.endpoint !== asciiLower(host)) continue;
           for (const p of s.ports) {
             if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
             out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${base}` });
@@ -396,7 +390,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       const out: Entry[] = [];
       for (const s of slices) {
         for (const a of s.addresses) {
-          if (zoneFilter !== undefined && a.zone.toLowerCase() !== zoneFilter) continue;
+          if (zoneFilter !== undefined && asciiLower(a.zone) !== zoneFilter) continue;
           const host = endpointHostname(a, this.o.endpointNameMode);
           for (const p of s.ports) out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${base}` });
         }
@@ -420,10 +414,10 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     if (si.type === 'Headless' || r.endpoint !== '') {
       if (r.endpoint !== '' && r.cluster === '') return NAME_ERROR_RESULT;
       for (const s of this.c.mcsSlicesBySvc.get(si.key) ?? []) {
-        if (r.cluster !== '' && r.cluster !== s.cluster.toLowerCase()) continue;
+        if (r.cluster !== '' && r.cluster !== asciiLower(s.cluster)) continue;
         for (const a of s.addresses) {
           const host = endpointHostname(a, this.o.endpointNameMode);
-          if (r.endpoint !== '' && r.endpoint !== host.toLowerCase()) continue;
+          if (r.endpoint !== '' && r.endpoint !== asciiLower(host)) continue;
           for (const p of s.ports) {
             if (!matchPortAndProtocol(r.port, p.name, r.protocol, p.protocol)) continue;
             out.push({ host: a.ip, port: p.port, ttl, domain: `${host}.${s.cluster}.${base}` });
@@ -506,7 +500,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     const records: ResourceRecord[] = [];
     let tc = false;
     const dup = new Set<string>();
-    const want = qtype === T_A ? 4 : 6;
+    const want = qtype === RRType.A ? 4 : 6;
     for (const e of s.entries) {
       const fam = ipFamily(e.host);
       if (fam === 0) {
@@ -517,13 +511,13 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       }
       if (fam !== want || dup.has(e.host)) continue;
       dup.add(e.host);
-      records.push({ name: qname, type: qtype, class: 1, ttl: e.ttl, data: { address: e.host } });
+      records.push({ name: qname, type: qtype, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
     }
     return { records, err: OK, tc };
   }
 
   private txt(ctx: Ctx, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
-    const s = this.services(ctx, name, T_TXT);
+    const s = this.services(ctx, name, RRType.TXT);
     if (s.err !== OK) return { records: [], err: s.err, tc: false };
     const records: ResourceRecord[] = [];
     let tc = false;
@@ -532,11 +526,11 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       if (e.text !== undefined) {
         if (dup.has(e.text)) continue;
         dup.add(e.text);
-        records.push({ name: qname, type: T_TXT, class: 1, ttl: e.ttl, data: { strings: [new TextEncoder().encode(e.text)] } });
+        records.push({ name: qname, type: RRType.TXT, class: RRClass.IN, ttl: e.ttl, data: { strings: [new TextEncoder().encode(e.text)] } });
         continue;
       }
       if (ipFamily(e.host) !== 0) continue;
-      const c = this.cname(ctx, qname, name, T_TXT, e, previous, (q, n, prev) => this.txt(ctx, q, n, prev));
+      const c = this.cname(ctx, qname, name, RRType.TXT, e, previous, (q, n, prev) => this.txt(ctx, q, n, prev));
       if (c.tc) tc = true;
       for (const r of c.records) records.push(r);
     }
@@ -549,12 +543,12 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     recurse: (qname: string, name: string, prev: ResourceRecord[]) => { records: ResourceRecord[]; err: number; tc: boolean },
   ): { records: ResourceRecord[]; tc: boolean } {
     const target = fqdn(e.host);
-    const targetLower = target.toLowerCase();
+    const targetLower = asciiLower(target);
     if (name === targetLower || isSubdomain(targetLower, name)) return { records: [], tc: false };
-    const rec: ResourceRecord = { name: qname, type: T_CNAME, class: 1, ttl: e.ttl, data: { target } };
+    const rec: ResourceRecord = { name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: e.ttl, data: { target } };
     if (previous.length > 7) return { records: [], tc: false };
     for (const p of previous) {
-      if (p.type === T_CNAME && p.name.toLowerCase() === qname.toLowerCase() && (p.data as { target: string }).target.toLowerCase() === targetLower) {
+      if (p.type === RRType.CNAME && asciiLower(p.name) === asciiLower(qname) && asciiLower((p.data as { target: string }).target) === targetLower) {
         return { records: [], tc: false };
       }
     }
@@ -575,7 +569,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   private srv(ctx: Ctx, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
-    const s = this.services(ctx, name, T_SRV);
+    const s = this.services(ctx, name, RRType.SRV);
     if (s.err !== OK) return { records: [], extra: [], err: s.err };
     const records: ResourceRecord[] = [];
     const extra: ResourceRecord[] = [];
@@ -590,16 +584,16 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       const fam = ipFamily(e.host);
       if (fam === 0) continue;
       const target = e.domain;
-      const tl = target.toLowerCase();
+      const tl = asciiLower(target);
       const srvKey = `${tl}|${e.port}`;
       if (!dupSrv.has(srvKey)) {
         dupSrv.add(srvKey);
-        records.push({ name: qname, type: T_SRV, class: 1, ttl: e.ttl, data: { priority: 0, weight, port: e.port & 0xffff, target } });
+        records.push({ name: qname, type: RRType.SRV, class: RRClass.IN, ttl: e.ttl, data: { priority: 0, weight, port: e.port & 0xffff, target } });
       }
       const addrKey = `${tl}|${e.host}`;
       if (!dupAddr.has(addrKey)) {
         dupAddr.add(addrKey);
-        extra.push({ name: target, type: fam === 4 ? T_A : T_AAAA, class: 1, ttl: e.ttl, data: { address: e.host } });
+        extra.push({ name: target, type: fam === 4 ? RRType.A : RRType.AAAA, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
       }
     }
     return { records, extra, err: OK };
@@ -613,17 +607,17 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     for (const e of this.nsEntries(ctx)) {
       const fam = ipFamily(e.host);
       if (fam === 0) continue;
-      extra.push({ name: e.domain, type: fam === 4 ? T_A : T_AAAA, class: 1, ttl: e.ttl, data: { address: e.host } });
+      extra.push({ name: e.domain, type: fam === 4 ? RRType.A : RRType.AAAA, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
       if (seen.has(e.domain)) continue;
       seen.add(e.domain);
-      records.push({ name: ctx.req.qname, type: T_NS, class: 1, ttl: e.ttl, data: { target: e.domain } });
+      records.push({ name: ctx.req.qname, type: RRType.NS, class: RRClass.IN, ttl: e.ttl, data: { target: e.domain } });
     }
     return { records, extra };
   }
 }
 
 function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
-  return (aPort === '' || aPort === bPort.toLowerCase()) && (aProto === '' || aProto === bProto.toLowerCase());
+  return (aPort === '' || aPort === asciiLower(bPort)) && (aProto === '' || aProto === asciiLower(bProto));
 }
 
 /** dnsutil.Dedup: drop exact duplicates (name case-insensitive, same type/class/rdata). */
@@ -631,12 +625,12 @@ function dedup(rrs: ResourceRecord[]): ResourceRecord[] {
   if (rrs.length < 2) return rrs;
   // Only CNAME chains (ExternalName) can repeat a record: every other builder de-duplicates as it goes.
   let chained = false;
-  for (let i = 0; i < rrs.length; i++) if (rrs[i].type === T_CNAME) { chained = true; break; }
+  for (let i = 0; i < rrs.length; i++) if (rrs[i].type === RRType.CNAME) { chained = true; break; }
   if (!chained) return rrs;
   const seen = new Set<string>();
   const out: ResourceRecord[] = [];
   for (const r of rrs) {
-    const k = `${r.name.toLowerCase()}|${r.type}|${JSON.stringify(r.data, (_k, v: unknown) => (v instanceof Uint8Array ? Array.from(v) : v))}`;
+    const k = `${asciiLower(r.name)}|${r.type}|${JSON.stringify(r.data, (_k, v: unknown) => (v instanceof Uint8Array ? Array.from(v) : v))}`;
     if (seen.has(k)) continue;
     seen.add(k);
     out.push(r);

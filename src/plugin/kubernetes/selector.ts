@@ -1,8 +1,8 @@
 // Kubernetes label selectors (k8s.io/apimachinery labels.Parse): equality-based
 // (`a=b`, `a==b`, `a!=b`) and set-based (`a in (x,y)`, `a notin (x)`, `a`, `!a`)
 // requirements joined by commas. Used to validate `labels`/`namespace_labels`
-// (the selector string itself is sent to the API server as `labelSelector`)
-// and by the test API server to filter.
+// (the selector string itself is sent to the API server as `labelSelector`);
+// the test API server (test/k8s-api) parses it with this too and filters.
 
 export type Operator = 'in' | 'notin' | 'exists' | '!' | '=' | '==' | '!=';
 
@@ -91,21 +91,4 @@ export function parseSelector(s: string): Requirement[] {
     }
   }
   return out;
-}
-
-export function matchesSelector(reqs: readonly Requirement[], labels: Record<string, string> | undefined): boolean {
-  const l = labels ?? {};
-  for (const r of reqs) {
-    const has = Object.prototype.hasOwnProperty.call(l, r.key);
-    const v = l[r.key];
-    switch (r.op) {
-      case 'exists': if (!has) return false; break;
-      case '!': if (has) return false; break;
-      case '=': case '==': if (!has || v !== r.values[0]) return false; break;
-      case '!=': if (has && v === r.values[0]) return false; break;
-      case 'in': if (!has || !r.values.includes(v)) return false; break;
-      case 'notin': if (has && r.values.includes(v)) return false; break;
-    }
-  }
-  return true;
 }

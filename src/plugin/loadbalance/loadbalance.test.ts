@@ -6,7 +6,8 @@ import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery, replyTo } from '../../wire/message.ts';
 import { setupError, runSetup, makeRequest } from '../pkg/testing.ts';
 import { plugin } from './setup.ts';
-import { roundRobin, roundRobinWire, reorderPreferred, parseCidr } from './shuffle.ts';
+import { roundRobin, roundRobinWire, reorderPreferred } from './shuffle.ts';
+import { parseCidr } from '../../wire/ip.ts';
 import { WeightedRR, parseWeights } from './weighted.ts';
 import { pluginLogger } from '../../core/log.ts';
 
@@ -52,7 +53,7 @@ test('wire round_robin keeps the record set and moves only safe records', () => 
 
 test('prefer CIDR moves matching addresses first, in CIDR order', () => {
   const out = reorderPreferred([a('x.', '10.0.0.1'), a('x.', '192.168.1.1'), mx('x.', 1, 'm.'), a('x.', '172.16.0.1'), cname('x.', 'y.')],
-    [parseCidr('172.16.0.0/12'), parseCidr('192.168.0.0/16')]);
+    [parseCidr('172.16.0.0/12')!, parseCidr('192.168.0.0/16')!]);
   assert.deepEqual(out.map((r) => r.type === 1 ? (r.data as { address: string }).address : r.type), [5, '172.16.0.1', '192.168.1.1', '10.0.0.1', 15]);
 });
 

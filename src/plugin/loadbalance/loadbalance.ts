@@ -1,16 +1,16 @@
 // loadbalance: reorders the records of NOERROR replies written by the rest of
 // the chain (CoreDNS plugin/loadbalance).
 
-import { skipName } from '../../wire/scan.ts';
+import { questionEnd } from '../../wire/scan.ts';
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { roundRobin, roundRobinWire, reorderPreferred, type Cidr } from './shuffle.ts';
+import { roundRobin, roundRobinWire, reorderPreferred } from './shuffle.ts';
+import type { Cidr } from '../../wire/ip.ts';
 import type { WeightedRR } from './weighted.ts';
-
-const AXFR = 252, IXFR = 251, A = 1, AAAA = 28, SRV = 33;
+import { Rcode, RRType } from '../../wire/constants.ts';
 
 export class LoadBalance implements Handler {
   readonly name = 'loadbalance';
@@ -32,7 +32,7 @@ export class LoadBalance implements Handler {
     const wr = this.weighted;
     if (wr !== undefined) {
       const qt = res.question[0]?.type;
-      if (qt === A || qt === AAAA || qt === SRV) {
+      if (qt === RRType.A || qt === RRType.AAAA || qt === RRType.SRV) {
         res.answer = wr.order(res.answer);
         res.additional = wr.order(res.additional);
       }
@@ -50,8 +50,8 @@ export class LoadBalance implements Handler {
 
 function qtypeOfWire(b: Uint8Array): number {
   if (b.length < 12 || ((b[4]! << 8) | b[5]!) === 0) return -1;
-  const p = skipName(b, 12);
-  return p >= 0 && p + 2 <= b.length ? (b[p]! << 8) | b[p + 1]! : -1;
+  const p = questionEnd(b);
+  return p < 0 ? -1 : (b[p - 4]! << 8) | b[p - 3]!;
 }
 
 export class LoadBalanceWriter implements ResponseWriter {
@@ -64,17 +64,17 @@ export class LoadBalanceWriter implements ResponseWriter {
   }
 
   writeMsg(res: Message): void {
-    if (res.rcode !== 0 || res.question.length === 0) { this.inner.writeMsg(res); return; }
+    if (res.rcode !== Rcode.NOERROR || res.question.length === 0) { this.inner.writeMsg(res); return; }
     const qt = res.question[0]!.type;
-    if (qt === AXFR || qt === IXFR) { this.inner.writeMsg(res); return; }
+    if (qt === RRType.AXFR || qt === RRType.IXFR) { this.inner.writeMsg(res); return; }
     this.lb.shuffle(res);
     this.inner.writeMsg(res);
   }
 
   writeWire(b: Uint8Array): void {
-    if (b.length < 12 || (b[3]! & 0x0f) !== 0) { this.inner.writeWire(b); return; }
+    if (b.length < 12 || (b[3]! & 0x0f) !== Rcode.NOERROR) { this.inner.writeWire(b); return; }
     const qt = qtypeOfWire(b);
-    if (qt < 0 || qt === AXFR || qt === IXFR) { this.inner.writeWire(b); return; }
+    if (qt < 0 || qt === RRType.AXFR || qt === RRType.IXFR) { this.inner.writeWire(b); return; }
     if (this.lb.weighted === undefined && this.lb.prefer.length === 0) {
       const out = roundRobinWire(b);
       if (out !== undefined) { this.inner.writeWire(out); return; }
@@ -86,7 +86,7 @@ export class LoadBalanceWriter implements ResponseWriter {
       this.inner.writeWire(b);
       return;
     }
-    if (m.rcode !== 0) { this.inner.writeWire(b); return; }
+    if (m.rcode !== Rcode.NOERROR) { this.inner.writeWire(b); return; }
     this.lb.shuffle(m);
     this.inner.writeMsg(m);
   }

@@ -3,7 +3,7 @@
 import type { PluginDefinition } from '../plugin.ts';
 import { parseDuration } from '../pkg/duration.ts';
 import { LoadBalance } from './loadbalance.ts';
-import { parseCidr, type Cidr } from './shuffle.ts';
+import { parseCidr, type Cidr } from '../../wire/ip.ts';
 import { WeightedRR } from './weighted.ts';
 
 export const plugin: PluginDefinition = {
@@ -48,11 +48,10 @@ export const plugin: PluginDefinition = {
       while (d.nextBlock()) {
         if (d.val() === 'prefer') {
           for (const cidr of d.remainingArgs()) {
-            try {
-              prefer.push(parseCidr(cidr));
-            } catch (e) {
-              throw d.errf(`invalid CIDR ${JSON.stringify(cidr)}: ${e instanceof Error ? e.message : String(e)}`);
-            }
+            const c = parseCidr(cidr);
+            // Go's net.ParseCIDR error text
+            if (c === undefined) throw d.errf(`invalid CIDR ${JSON.stringify(cidr)}: invalid CIDR address: ${cidr}`);
+            prefer.push(c);
           }
         } else {
           throw d.errf(`unknown property '${d.val()}'`);

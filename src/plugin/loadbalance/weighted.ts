@@ -5,32 +5,12 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { AData, ResourceRecord } from '../../wire/types.ts';
 import type { PluginLogger } from '../plugin.ts';
-import { ipBytes } from './shuffle.ts';
-
-const A = 1, CNAME = 5, MX = 15, AAAA = 28;
+import { ipEqual, parseIP } from '../../wire/ip.ts';
+import { groupByType, recordType } from './shuffle.ts';
 
 interface WeightItem { address: Uint8Array; value: number }
 
 export class OpenError extends Error {}
-
-function ipEqual(a: Uint8Array, b: Uint8Array): boolean {
-  let x = a, y = b;
-  if (x.length !== y.length) {
-    // Go's IP.Equal treats IPv4 and IPv4-mapped IPv6 as equal
-    const to4 = (v: Uint8Array): Uint8Array | undefined => {
-      if (v.length === 4) return v;
-      for (let i = 0; i < 10; i++) if (v[i] !== 0) return undefined;
-      if (v[10] !== 0xff || v[11] !== 0xff) return undefined;
-      return v.subarray(12);
-    };
-    const x4 = to4(x), y4 = to4(y);
-    if (x4 === undefined || y4 === undefined) return false;
-    x = x4;
-    y = y4;
-  }
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
-  return true;
-}
 
 export function parseWeights(text: string, fileName: string): Map<string, WeightItem[]> {
   const domains = new Map<string, WeightItem[]>();
@@ -40,14 +20,14 @@ export function parseWeights(text: string, fileName: string): Map<string, Weight
     if (line.length === 0 || line[0] === '#') continue;
     const f = line.split(/\s+/);
     if (f.length === 1) {
-      if (ipBytes(f[0]!) !== undefined) {
+      if (parseIP(f[0]!) !== undefined) {
         throw new Error(`wrong domain name:"${f[0]}" in weight file ${fileName}. (Maybe a missing weight value?)`);
       }
       dname = f[0]!;
       if (!dname.endsWith('.')) dname += '.';
       if (!domains.has(dname)) domains.set(dname, []);
     } else if (f.length === 2) {
-      const ip = ipBytes(f[0]!);
+      const ip = parseIP(f[0]!);
       if (ip === undefined) throw new Error(`wrong IP address:"${f[0]}" in weight file ${fileName}`);
       const w = /^[0-9]+$/.test(f[1]!) ? Number(f[1]) : NaN;
       if (!(w >= 1 && w <= 255)) throw new Error(`wrong weight value:"${f[1]}" in weight file ${fileName}`);
@@ -119,15 +99,7 @@ export class WeightedRR {
 
   /** CoreDNS weightedRoundRobin on one section. */
   order(rrs: ResourceRecord[]): ResourceRecord[] {
-    const cname: ResourceRecord[] = [], address: ResourceRecord[] = [], mx: ResourceRecord[] = [], rest: ResourceRecord[] = [];
-    for (const r of rrs) {
-      switch (r.type) {
-        case CNAME: cname.push(r); break;
-        case A: case AAAA: address.push(r); break;
-        case MX: mx.push(r); break;
-        default: rest.push(r);
-      }
-    }
+    const { cname, address, mx, rest } = groupByType(rrs, recordType);
     if (address.length === 0) return rrs;
     const top = this.topIndex(address);
     if (top > 0) {
@@ -144,7 +116,7 @@ export class WeightedRR {
     for (let i = 0; i < address.length; i++) {
       const r = address[i]!;
       let weight = 1;
-      const ip = ipBytes((r.data as AData).address);
+      const ip = parseIP((r.data as AData).address);
       const ws = this.domains.get(r.name);
       if (ws !== undefined && ip !== undefined) {
         for (const w of ws) if (ipEqual(w.address, ip)) { weight = w.value; break; }

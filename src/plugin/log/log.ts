@@ -4,9 +4,10 @@ import type { BlockConfig, Handler, HandlerResult, ResponseWriter, ServerLogger 
 import { PluginError, isClientErrorRcode } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import { replyTo } from '../../wire/message.ts';
+import { isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { Recorder } from '../pkg/recorder.ts';
-import { messageLength } from '../pkg/msglen.ts';
+import { messageLength } from '../../wire/msglen.ts';
 import type { CompiledFormat } from '../pkg/replacer.ts';
 import { ResponseClass, classify, responseClassToString, responseTypeToString, typify } from '../pkg/response.ts';
 
@@ -91,7 +92,7 @@ export class Logger implements Handler {
     const rules = this.rules;
     for (let i = 0; i < rules.length; i++) {
       const r = rules[i];
-      if (r.root || r.scope === name || isBelow(name, r.scope)) return r;
+      if (r.root || r.scope === name || isSubdomain(name, r.scope)) return r;
     }
     return undefined;
   }
@@ -132,28 +133,4 @@ export class Logger implements Handler {
     }
     return this.metadataOn;
   }
-}
-
-/** Case-insensitive, label-aware "name is below scope" (scope is fully qualified, not `.`). */
-function isBelow(name: string, scope: string): boolean {
-  const nl = name.length;
-  const sl = scope.length;
-  if (nl < sl) return false;
-  const start = nl - sl;
-  if (start > 0) {
-    if (name.charCodeAt(start - 1) !== 46) return false;
-    // an escaped dot does not separate labels
-    let b = 0;
-    for (let j = start - 2; j >= 0 && name.charCodeAt(j) === 92; j--) b++;
-    if (b & 1) return false;
-  }
-  for (let i = 0; i < sl; i++) {
-    let x = name.charCodeAt(start + i);
-    let y = scope.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 65 && x <= 90) x += 32;
-    if (y >= 65 && y <= 90) y += 32;
-    if (x !== y) return false;
-  }
-  return true;
 }

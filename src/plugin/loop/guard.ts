@@ -21,9 +21,9 @@ import type { Message, EdnsOption } from '../../wire/types.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { newMessage, replyTo } from '../../wire/message.ts';
-import { findOptRecord } from '../../wire/scan.ts';
-import { RRClass, RRType, typeToString } from '../../wire/constants.ts';
-import { isSubdomain } from '../../wire/name.ts';
+import { findOptRecord, withoutOpt } from '../../wire/scan.ts';
+import { EdnsOption as OptionCode, Rcode, RRClass, RRType, typeToString } from '../../wire/constants.ts';
+import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { counter, gauge } from '../pkg/metrics.ts';
@@ -35,7 +35,6 @@ import {
 import { UPSTREAM_USED, isUpstreamControl, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { fatalMessage, joinHostPort } from './loop.ts';
 
-const SERVFAIL = 2;
 
 export interface GuardOptions {
   /** contain: SERVFAIL+EDE and quarantine; exit: CoreDNS's fatal exit (with the diagnosis first). */
@@ -258,7 +257,7 @@ export class LoopGuard implements Handler, Readiness {
 
   private failWith(req: Request, w: ResponseWriter, text: string): number {
     const reply = replyTo(req.msg);
-    reply.rcode = SERVFAIL;
+    reply.rcode = Rcode.SERVFAIL;
     // EDE only for clients that sent an OPT (RFC 6891: no OPT in a reply to a query without one).
     if (req.msg.edns !== undefined) {
       const ede = edeOption(LOOP_EDE_CODE, text);
@@ -411,7 +410,7 @@ export class LoopGuard implements Handler, Readiness {
       close();
       let reply: Message;
       try { reply = decodeMessage(b); } catch { return; }
-      const marker = reply.answer.find((rr) => rr.type === RRType.HINFO && rr.name.toLowerCase() === name
+      const marker = reply.answer.find((rr) => rr.type === RRType.HINFO && asciiLower(rr.name) === name
         && Buffer.from((rr.data as { cpu: Uint8Array }).cpu).toString() === PROBE_MARKER);
       if (marker !== undefined) {
         const os = Buffer.from((marker.data as { os: Uint8Array }).os).toString();
@@ -550,24 +549,9 @@ function edeTexts(b: Uint8Array): string[] {
     const code = (b[p]! << 8) | b[p + 1]!;
     const len = (b[p + 2]! << 8) | b[p + 3]!;
     p += 4;
-    if (code === 15 && len >= 2 && p + len <= end) out.push(Buffer.from(b.subarray(p + 2, p + len)).toString('utf8'));
+    if (code === OptionCode.EDE && len >= 2 && p + len <= end) out.push(Buffer.from(b.subarray(p + 2, p + len)).toString('utf8'));
     p += len;
   }
-  return out;
-}
-
-/** A copy of a wire reply without its OPT record. */
-function stripOpt(b: Uint8Array): Uint8Array {
-  const at = findOptRecord(b);
-  if (at < 0) return b;
-  const rdlen = (b[at + 9]! << 8) | b[at + 10]!;
-  const end = at + 11 + rdlen;
-  const out = Buffer.allocUnsafe(b.length - (end - at));
-  out.set(b.subarray(0, at), 0);
-  out.set(b.subarray(end), at);
-  const ar = ((out[10]! << 8) | out[11]!) - 1;
-  out[10] = ar >> 8;
-  out[11] = ar & 0xff;
   return out;
 }
 
@@ -586,14 +570,14 @@ class GuardWriter implements ResponseWriter {
   }
 
   writeWire(reply: Uint8Array): void {
-    if (reply.length >= 12 && (reply[3]! & 0x0f) === SERVFAIL) {
+    if (reply.length >= 12 && (reply[3]! & 0x0f) === Rcode.SERVFAIL) {
       for (const t of edeTexts(reply)) {
         if (!this.guard.isOwnLoopText(t)) continue;
         this.guard.onLoopReply(this.req, t);
         if (this.req.msg.edns !== undefined) this.req.addExtendedError(edeOption(LOOP_EDE_CODE, t));
       }
     }
-    this.inner.writeWire(this.strip ? stripOpt(reply) : reply);
+    this.inner.writeWire(this.strip ? withoutOpt(reply) : reply);
   }
 
   writeMsg(reply: Message): void {

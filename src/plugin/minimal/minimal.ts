@@ -4,6 +4,8 @@ import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
+import { Rcode } from '../../wire/constants.ts';
+import { goQuote } from '../../corefile/address.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { NonWriter } from '../pkg/recorder.ts';
 import { classify, ResponseClass, ResponseType, responseTypeToString, typify } from '../pkg/response.ts';
@@ -42,7 +44,7 @@ export class Minimal implements Handler {
     }
     if (ty !== ResponseType.NoError) {
       w.writeMsg(m);
-      throw new PluginError(0, `plugin/minimal: unhandled response type "${responseTypeToString(ty)}" for ${goQuote(m.question[0]?.name ?? '')}`);
+      throw new PluginError(Rcode.NOERROR, `plugin/minimal: unhandled response type "${responseTypeToString(ty)}" for ${goQuote(m.question[0]?.name ?? '')}`);
     }
     const d: Message = {
       id: m.id, qr: m.qr, opcode: m.opcode, aa: m.aa, tc: m.tc, rd: m.rd, ra: m.ra, z: m.z, ad: m.ad, cd: m.cd,
@@ -51,8 +53,4 @@ export class Minimal implements Handler {
     w.writeMsg(d);
     return 0;
   }
-}
-
-function goQuote(s: string): string {
-  return JSON.stringify(s);
 }

@@ -15,6 +15,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { EdnsOption } from '../../wire/types.ts';
 import type { UpstreamOrigin } from './upstreams.ts';
+import { formatIPv4, formatIPv6Groups, ipv4Of, parseIP } from '../../wire/ip.ts';
+import { EdnsOption as OptionCode, ExtendedErrorCode } from '../../wire/constants.ts';
 
 /** EDNS0 option code of the hop trace (RFC 6891 local/experimental range 65001–65534). */
 export const HOP_TRACE_OPTION = 65433;
@@ -26,7 +28,7 @@ export const MAX_LISTED_HOPS = 16;
 export const NONCE_LEN = 6;
 
 /** RFC 8914 EDE info code used for looping queries: 22 No Reachable Authority. */
-export const LOOP_EDE_CODE = 22;
+export const LOOP_EDE_CODE = ExtendedErrorCode.NoReachableAuthority;
 /** CPU string of the HINFO answer a block gives to its own probe when it comes back. */
 export const PROBE_MARKER = 'nodens-loop-probe';
 
@@ -126,63 +128,9 @@ export interface HopTrace {
   path: Hop[];
 }
 
-function ipBytes(addr: string): Uint8Array | undefined {
-  if (addr.includes(':')) {
-    const out = new Uint8Array(16);
-    const parts = addr.split('::');
-    if (parts.length > 2) return undefined;
-    const head = parts[0] === '' ? [] : parts[0]!.split(':');
-    const tail = parts.length === 2 ? (parts[1] === '' ? [] : parts[1]!.split(':')) : [];
-    // An embedded IPv4 tail (::ffff:1.2.3.4) counts as two groups.
-    const expand = (g: string[]): number[] | undefined => {
-      const r: number[] = [];
-      for (const x of g) {
-        if (x.includes('.')) {
-          const v4 = ipBytes(x);
-          if (v4 === undefined || v4.length !== 4) return undefined;
-          r.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
-        } else {
-          if (!/^[0-9a-fA-F]{1,4}$/.test(x)) return undefined;
-          r.push(parseInt(x, 16));
-        }
-      }
-      return r;
-    };
-    const h = expand(head), t = expand(tail);
-    if (h === undefined || t === undefined) return undefined;
-    if (parts.length === 1 && h.length !== 8) return undefined;
-    if (h.length + t.length > 8) return undefined;
-    const groups = [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
-    groups.forEach((g, i) => { out[2 * i] = g >> 8; out[2 * i + 1] = g & 0xff; });
-    return out;
-  }
-  const p = addr.split('.');
-  if (p.length !== 4) return undefined;
-  const out = new Uint8Array(4);
-  for (let i = 0; i < 4; i++) {
-    if (!/^[0-9]{1,3}$/.test(p[i]!)) return undefined;
-    const v = Number(p[i]);
-    if (v > 255) return undefined;
-    out[i] = v;
-  }
-  return out;
-}
-
+/** Text of a 4- or 16-byte address; IPv4-mapped IPv6 stays in hex groups (`::ffff:7f00:1`). */
 function formatIp(b: Uint8Array): string {
-  if (b.length === 4) return `${b[0]}.${b[1]}.${b[2]}.${b[3]}`;
-  const g: string[] = [];
-  for (let i = 0; i < 16; i += 2) g.push(((b[i]! << 8) | b[i + 1]!).toString(16));
-  // Longest run of zero groups → '::' (RFC 5952).
-  let best = -1, bestLen = 0;
-  for (let i = 0; i < 8;) {
-    if (g[i] !== '0') { i++; continue; }
-    let j = i;
-    while (j < 8 && g[j] === '0') j++;
-    if (j - i > bestLen && j - i > 1) { best = i; bestLen = j - i; }
-    i = j;
-  }
-  if (best < 0) return g.join(':');
-  return g.slice(0, best).join(':') + '::' + g.slice(best + bestLen).join(':');
+  return b.length === 4 ? formatIPv4(b, 0) : formatIPv6Groups(b, 0);
 }
 
 /** `v(1) hops(1) { nonce(6) family(1: 0, 4 or 6) addr(0|4|16) port(2) }*` */
@@ -190,7 +138,7 @@ export function encodeTrace(t: HopTrace): Uint8Array {
   const parts: number[] = [TRACE_VERSION, Math.min(t.hops, 255)];
   for (const h of t.path.slice(0, MAX_LISTED_HOPS)) {
     for (let i = 0; i < NONCE_LEN; i++) parts.push(h.nonce[i] ?? 0);
-    const b = h.addr === '' ? undefined : ipBytes(h.addr);
+    const b = h.addr === '' ? undefined : parseIP(h.addr);
     if (b === undefined) parts.push(0);
     else { parts.push(b.length === 4 ? 4 : 6); for (const x of b) parts.push(x); }
     parts.push((h.port >> 8) & 0xff, h.port & 0xff);
@@ -218,16 +166,6 @@ export function decodeTrace(d: Uint8Array): HopTrace | undefined {
   return t;
 }
 
-/** The hop trace carried by a query's EDNS options, if any (malformed traces are ignored). */
-export function traceOf(options: readonly EdnsOption[] | undefined): HopTrace | undefined {
-  if (options === undefined) return undefined;
-  for (let i = 0; i < options.length; i++) {
-    const o = options[i]!;
-    if (o.code === HOP_TRACE_OPTION) return decodeTrace(o.data);
-  }
-  return undefined;
-}
-
 export function hostPort(addr: string, port: number): string {
   if (addr === '') return `:${port}`;
   return addr.includes(':') ? `[${addr}]:${port}` : `${addr}:${port}`;
@@ -245,7 +183,7 @@ export function edeOption(code: number, text: string): EdnsOption {
   data[0] = code >> 8;
   data[1] = code & 0xff;
   data.set(t, 2);
-  return { code: 15, data };
+  return { code: OptionCode.EDE, data };
 }
 
 // ---- addresses -------------------------------------------------------------------------------
@@ -253,16 +191,15 @@ export function edeOption(code: number, text: string): EdnsOption {
 export type AddressClass = 'loopback' | 'link-local' | 'unspecified' | 'other';
 
 export function classifyAddress(host: string): AddressClass {
-  const b = ipBytes(host.replace(/%.*$/, ''));
-  if (b === undefined) return 'other';
+  const ip = parseIP(host.replace(/%.*$/, ''));
+  if (ip === undefined) return 'other';
+  const b = ipv4Of(ip) ?? ip; // IPv4-mapped IPv6 is classified as its IPv4 address
   if (b.length === 4) {
     if (b[0] === 127) return 'loopback';
     if (b[0] === 169 && b[1] === 254) return 'link-local';
     if (b.every((x) => x === 0)) return 'unspecified';
     return 'other';
   }
-  // IPv4-mapped
-  if (b.subarray(0, 10).every((x) => x === 0) && b[10] === 0xff && b[11] === 0xff) return classifyAddress(formatIp(b.subarray(12)));
   if (b.subarray(0, 15).every((x) => x === 0)) return b[15] === 1 ? 'loopback' : b[15] === 0 ? 'unspecified' : 'other';
   if (b[0] === 0xfe && (b[1]! & 0xc0) === 0x80) return 'link-local';
   return 'other';
@@ -270,7 +207,7 @@ export function classifyAddress(host: string): AddressClass {
 
 /** Canonical text of an IP address (so `::0001` and `::1` compare equal); the input when it is not an IP. */
 export function canonicalIp(host: string): string {
-  const b = ipBytes(host.replace(/%.*$/, ''));
+  const b = parseIP(host.replace(/%.*$/, ''));
   return b === undefined ? host : formatIp(b);
 }
 

@@ -7,12 +7,11 @@
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-
-const SERVFAIL = 2;
+import { Rcode } from '../../wire/constants.ts';
 
 /** Error text CoreDNS uses when a plugin needs a next handler and there is none. */
 export function noNextPluginError(name: string): PluginError {
-  return new PluginError(SERVFAIL, 'plugin/' + name + ': no next plugin found');
+  return new PluginError(Rcode.SERVFAIL, 'plugin/' + name + ': no next plugin found');
 }
 
 /**

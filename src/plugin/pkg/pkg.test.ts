@@ -3,8 +3,6 @@ import assert from 'node:assert/strict';
 import { parseDuration, formatDuration } from './duration.ts';
 import { typify, classify, ResponseType, ResponseClass, responseClassFromString } from './response.ts';
 import { compileFormat, plainFloat, formatSeconds } from './replacer.ts';
-import { messageLength, nameWireLength } from './msglen.ts';
-import { messageLength as encodedLength } from '../../wire/encode.ts';
 import { Fall } from './fall.ts';
 import { zonesMatches, nameMatches } from './zones.ts';
 import { nextOrFailure } from './next.ts';
@@ -113,20 +111,6 @@ test('seconds print without exponent', () => {
   assert.equal(plainFloat(1e21), '1000000000000000000000');
   assert.equal(formatSeconds(123n), '0.000000123');
   assert.equal(formatSeconds(1500000000n), '1.5');
-});
-
-test('messageLength equals the uncompressed encoding', () => {
-  const m = msg({
-    answer: [A, { name: 'example.org.', type: 16, class: 1, ttl: 1, data: { strings: [new Uint8Array(3), new Uint8Array(0)] } }],
-    authority: [SOA, NS],
-    additional: [{ name: 'a\\.b.example.org.', type: 33, class: 1, ttl: 1, data: { priority: 1, weight: 2, port: 3, target: '.' } }],
-    edns: { udpSize: 4096, version: 0, do: false, z: 0, options: [{ code: 10, data: new Uint8Array(8) }] },
-  });
-  assert.equal(messageLength(m), encodedLength(m, false));
-  assert.equal(messageLength(m), encodeMessage(m).length);
-  assert.equal(nameWireLength('.'), 1);
-  assert.equal(nameWireLength('a.b.'), 5);
-  assert.equal(nameWireLength('\\065.b.'), 5);
 });
 
 test('fall: no zones never, bare fallthrough always, zones by suffix', () => {

@@ -12,7 +12,7 @@
 import type { ResponseWriter } from '../plugin.ts';
 import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
-import { messageLength } from './msglen.ts';
+import { messageLength } from '../../wire/msglen.ts';
 
 export class Recorder implements ResponseWriter {
   /** The writer replies are passed on to. */

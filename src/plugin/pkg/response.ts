@@ -2,6 +2,7 @@
 // used by log (classes, `log/type`), minimal and cache-like plugins.
 
 import type { Message, ResourceRecord, RRSIGData } from '../../wire/types.ts';
+import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
 
 /** Response types (CoreDNS response.Type), as plain numbers. */
 export const ResponseType = {
@@ -43,13 +44,6 @@ export function responseClassFromString(s: string): number {
   return i;
 }
 
-const OPCODE_NOTIFY = 4;
-const OPCODE_UPDATE = 5;
-const TYPE_AXFR = 252;
-const TYPE_IXFR = 251;
-const TYPE_SOA = 6;
-const TYPE_NS = 2;
-const TYPE_RRSIG = 46;
 const YEAR68 = 2 ** 31;
 
 /** miekg RRSIG.ValidityPeriod with serial-number arithmetic on the 32-bit times. */
@@ -63,7 +57,7 @@ function rrsigValid(d: RRSIGData, utc: number): boolean {
 
 function hasExpiredSig(rrs: ResourceRecord[], utc: number): boolean {
   for (let i = 0; i < rrs.length; i++) {
-    if (rrs[i].type === TYPE_RRSIG && !rrsigValid(rrs[i].data as RRSIGData, utc)) return true;
+    if (rrs[i].type === RRType.RRSIG && !rrsigValid(rrs[i].data as RRSIGData, utc)) return true;
   }
   return false;
 }
@@ -71,11 +65,11 @@ function hasExpiredSig(rrs: ResourceRecord[], utc: number): boolean {
 /** CoreDNS response.Typify. `now` is Unix seconds (defaults to the current time). */
 export function typify(m: Message | undefined, now?: number): number {
   if (m === undefined) return ResponseType.OtherError;
-  if (m.opcode === OPCODE_UPDATE) return ResponseType.Update;
-  if (m.opcode === OPCODE_NOTIFY) return ResponseType.Meta;
+  if (m.opcode === Opcode.UPDATE) return ResponseType.Update;
+  if (m.opcode === Opcode.NOTIFY) return ResponseType.Meta;
   if (m.question.length > 0) {
     const qt = m.question[0].type;
-    if (qt === TYPE_AXFR || qt === TYPE_IXFR) return ResponseType.Meta;
+    if (qt === RRType.AXFR || qt === RRType.IXFR) return ResponseType.Meta;
   }
   if (m.edns !== undefined && m.edns.do) {
     const utc = now ?? Math.floor(Date.now() / 1000);
@@ -85,22 +79,22 @@ export function typify(m: Message | undefined, now?: number): number {
   }
   const rcode = m.rcode;
   if (m.answer.length > 0) {
-    if (rcode === 0) return ResponseType.NoError;
-    if (rcode === 3) return ResponseType.OtherError;
+    if (rcode === Rcode.NOERROR) return ResponseType.NoError;
+    if (rcode === Rcode.NXDOMAIN) return ResponseType.OtherError;
   }
   let soa = false;
   let ns = 0;
   const auth = m.authority;
   for (let i = 0; i < auth.length; i++) {
     const t = auth[i].type;
-    if (t === TYPE_SOA) soa = true;
-    else if (t === TYPE_NS) ns++;
+    if (t === RRType.SOA) soa = true;
+    else if (t === RRType.NS) ns++;
   }
-  if (soa && rcode === 0) return ResponseType.NoData;
-  if (rcode === 3) return ResponseType.NameError;
-  if (rcode === 2 || rcode === 4) return ResponseType.ServerError;
-  if (ns > 0 && rcode === 0) return ResponseType.Delegation;
-  if (rcode === 0) return ResponseType.NoError;
+  if (soa && rcode === Rcode.NOERROR) return ResponseType.NoData;
+  if (rcode === Rcode.NXDOMAIN) return ResponseType.NameError;
+  if (rcode === Rcode.SERVFAIL || rcode === Rcode.NOTIMP) return ResponseType.ServerError;
+  if (ns > 0 && rcode === Rcode.NOERROR) return ResponseType.Delegation;
+  if (rcode === Rcode.NOERROR) return ResponseType.NoError;
   return ResponseType.OtherError;
 }
 

@@ -14,7 +14,8 @@ import { PluginError, isClientErrorRcode } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { Message } from '../../wire/types.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { messageLength } from '../pkg/msglen.ts';
+import { messageLength } from '../../wire/msglen.ts';
+import { isSubdomain } from '../../wire/name.ts';
 import { report, zoneSeries, type ZoneSeries } from './vars.ts';
 
 /** Records the rcode and the size of what the chain writes, and passes it on. */
@@ -60,8 +61,7 @@ export class Metrics implements Handler {
     const zones = this.zones;
     for (let i = 0; i < zones.length; i++) {
       const z = zones[i]!;
-      if (z === '.') return z;
-      if (name.length === z.length ? name === z : name.endsWith(z) && name.charCodeAt(name.length - z.length - 1) === 46) return z;
+      if (z === '.' || isSubdomain(name, z)) return z;
     }
     return '.';
   }

@@ -4,17 +4,8 @@ import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
-
-const TYPE_A = 1;
-const TYPE_AAAA = 28;
-const TYPE_SRV = 33;
-
-/** An IPv4 client as seen through a dual-stack socket (`::ffff:a.b.c.d`) counts as IPv4, as in Go. */
-function clientAddress(addr: string): { v4: boolean; ip: string } {
-  if (!addr.includes(':')) return { v4: true, ip: addr };
-  if (addr.startsWith('::ffff:') && addr.includes('.')) return { v4: true, ip: addr.slice(7) };
-  return { v4: false, ip: addr };
-}
+import { plainAddress } from '../../wire/ip.ts';
+import { RRType } from '../../wire/constants.ts';
 
 export class Whoami implements Handler {
   readonly name = 'whoami';
@@ -24,13 +15,15 @@ export class Whoami implements Handler {
     reply.aa = true;
     const qname = req.qname;
     const qclass = req.qclass;
-    const { v4, ip } = clientAddress(req.remoteAddress);
+    // An IPv4 client as seen through a dual-stack socket (`::ffff:a.b.c.d`) counts as IPv4, as in Go.
+    const ip = plainAddress(req.remoteAddress);
+    const v4 = !ip.includes(':');
     const addr: ResourceRecord = v4
-      ? { name: qname, type: TYPE_A, class: qclass, ttl: 0, data: { address: ip } }
-      : { name: qname, type: TYPE_AAAA, class: qclass, ttl: 0, data: { address: ip } };
+      ? { name: qname, type: RRType.A, class: qclass, ttl: 0, data: { address: ip } }
+      : { name: qname, type: RRType.AAAA, class: qclass, ttl: 0, data: { address: ip } };
     const srvName = qname === '.' ? '_' + req.proto + '.' : '_' + req.proto + '.' + qname;
     const srv: ResourceRecord = {
-      name: srvName, type: TYPE_SRV, class: qclass, ttl: 0,
+      name: srvName, type: RRType.SRV, class: qclass, ttl: 0,
       data: { priority: 0, weight: 0, port: req.remotePort, target: '.' },
     };
     reply.additional = [addr, srv];

@@ -3,7 +3,7 @@
 // carries at most one outstanding query; a reply is taken only when its ID and
 // question match the query (RFC 5452), anything else is skipped while waiting.
 
-import { skipName } from '../../../wire/scan.ts';
+import { questionMatches } from '../../../wire/scan.ts';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -21,26 +21,6 @@ interface Waiting {
   timer: NodeJS.Timeout;
   /** A reply with the right ID but the wrong question: used only if nothing better arrives in time. */
   mismatch: Buffer | undefined;
-}
-
-/** Offset just past the first question of a query (12 + name + 4); -1 when malformed. */
-export function questionEnd(wire: Uint8Array): number {
-  const end = skipName(wire, 12);
-  return end < 0 || end + 4 > wire.length ? -1 : end + 4;
-}
-
-/** The reply's question equals the query's (one question, name compared ASCII case-insensitively, type, class). */
-export function questionMatches(query: Uint8Array, qEnd: number, reply: Uint8Array): boolean {
-  if (reply.length < qEnd) return false;
-  if (reply[4] !== 0 || reply[5] !== 1) return false;
-  for (let i = 12; i < qEnd; i++) {
-    let a = query[i]!, b = reply[i]!;
-    if (a === b) continue;
-    if (a >= 65 && a <= 90) a += 32;
-    if (b >= 65 && b <= 90) b += 32;
-    if (a !== b) return false;
-  }
-  return true;
 }
 
 /** CoreDNS truncateResponse: the header and question of an oversized reply, no records, TC set. */

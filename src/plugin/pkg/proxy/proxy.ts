@@ -5,7 +5,8 @@
 import https from 'node:https';
 import { randomFillSync } from 'node:crypto';
 import { rcodeToString } from '../../../wire/constants.ts';
-import { type Conn, questionEnd, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
+import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
+import { questionEnd } from '../../../wire/scan.ts';
 import { UpstreamError, hostPort } from './errors.ts';
 import { healthcheckFailureCount, requestDuration, timeoutsCount } from './metrics.ts';
 import { Transport, type TransportOptions } from './transport.ts';

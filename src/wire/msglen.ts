@@ -1,10 +1,12 @@
 // The length of a message packed without name compression (miekg's Msg.Len()
 // with Compress=false): what CoreDNS logs as `{rsize}`. Walks the model; builds nothing.
+// (encode.ts's messageLength gives the same number by encoding into its scratch buffer;
+// this one only adds up sizes, for the per-query log and metrics paths.)
 
 import type {
   CAAData, DNSKEYData, DSData, HINFOData, Message, MXData, NAPTRData, NameData, NSEC3Data,
   NSEC3PARAMData, NSECData, RData, ResourceRecord, RRSIGData, SOAData, SRVData, SVCBData, TLSAData, TXTData,
-} from '../../wire/types.ts';
+} from './types.ts';
 
 /** Wire length of a presentation-form name (escapes `\.`, `\\`, `\DDD` count as one octet). */
 export function nameWireLength(name: string): number {
@@ -64,50 +66,54 @@ function charStrings(strings: Uint8Array[]): number {
   return n;
 }
 
-/** Length of the RDATA of one record. */
+/**
+ * Length of the RDATA of one record. The cases are RRType numbers written as literals, as in the
+ * codec's own per-record switches (encode.ts, decode.ts): this runs for every record of every
+ * logged reply.
+ */
 export function rdataLength(type: number, data: RData): number {
   if ('raw' in data) return data.raw.length;
   switch (type) {
-    case 1: return 4;
-    case 28: return 16;
-    case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12: case 39:
+    case 1: return 4; // A
+    case 28: return 16; // AAAA
+    case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12: case 39: // NS MD MF CNAME MB MG MR PTR DNAME
       return nameWireLength((data as NameData).target);
-    case 6: {
+    case 6: { // SOA
       const d = data as SOAData;
       return nameWireLength(d.mname) + nameWireLength(d.rname) + 20;
     }
-    case 15: return 2 + nameWireLength((data as MXData).exchange);
-    case 16: case 99: return charStrings((data as TXTData).strings);
-    case 13: {
+    case 15: return 2 + nameWireLength((data as MXData).exchange); // MX
+    case 16: case 99: return charStrings((data as TXTData).strings); // TXT SPF
+    case 13: { // HINFO
       const d = data as HINFOData;
       return 2 + d.cpu.length + d.os.length;
     }
-    case 33: return 6 + nameWireLength((data as SRVData).target);
-    case 257: {
+    case 33: return 6 + nameWireLength((data as SRVData).target); // SRV
+    case 257: { // CAA
       const d = data as CAAData;
       return 2 + d.tag.length + d.value.length;
     }
-    case 35: {
+    case 35: { // NAPTR
       const d = data as NAPTRData;
       return 4 + 3 + d.flags.length + d.services.length + d.regexp.length + nameWireLength(d.replacement);
     }
-    case 43: case 59: case 32768: case 32769: return 4 + (data as DSData).digest.length;
-    case 48: case 60: case 25: return 4 + (data as DNSKEYData).publicKey.length;
-    case 46: case 24: {
+    case 43: case 59: case 32768: case 32769: return 4 + (data as DSData).digest.length; // DS CDS TA DLV
+    case 48: case 60: case 25: return 4 + (data as DNSKEYData).publicKey.length; // DNSKEY CDNSKEY KEY
+    case 46: case 24: { // RRSIG SIG
       const d = data as RRSIGData;
       return 18 + nameWireLength(d.signerName) + d.signature.length;
     }
-    case 47: {
+    case 47: { // NSEC
       const d = data as NSECData;
       return nameWireLength(d.nextName) + typeBitmapLength(d.types);
     }
-    case 50: {
+    case 50: { // NSEC3
       const d = data as NSEC3Data;
       return 6 + d.salt.length + d.nextHashed.length + typeBitmapLength(d.types);
     }
-    case 51: return 5 + (data as NSEC3PARAMData).salt.length;
-    case 52: case 53: return 3 + (data as TLSAData).certificate.length;
-    case 64: case 65: {
+    case 51: return 5 + (data as NSEC3PARAMData).salt.length; // NSEC3PARAM
+    case 52: case 53: return 3 + (data as TLSAData).certificate.length; // TLSA SMIMEA
+    case 64: case 65: { // SVCB HTTPS
       const d = data as SVCBData;
       let n = 2 + nameWireLength(d.target);
       for (let i = 0; i < d.params.length; i++) n += 4 + d.params[i].value.length;

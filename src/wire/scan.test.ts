@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { decodeMessage, encodeMessage, newQuery, parseRecord } from './index.ts';
+import {
+  findOptRecord, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
+} from './scan.ts';
+
+function reply(edns: boolean, compress = true): Buffer {
+  const m = newQuery('www.example.org.', 1);
+  m.id = 42;
+  m.qr = true;
+  m.answer.push(parseRecord('www.example.org. 300 IN CNAME example.org.'), parseRecord('example.org. 60 IN A 192.0.2.1'));
+  m.additional.push(parseRecord('ns.example.org. 30 IN A 192.0.2.53'));
+  if (edns) m.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [{ code: 10, data: Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8) }] };
+  return encodeMessage(m, { compress });
+}
+
+test('skipName stops at a pointer and reports its target', () => {
+  const b = reply(false);
+  const targets: number[] = [];
+  const qEnd = questionEnd(b);
+  assert.equal(qEnd, 12 + 17 + 4);
+  assert.equal(skipName(b, qEnd, targets), qEnd + 2);
+  assert.deepEqual(targets, [12]);
+  assert.equal(skipName(b.subarray(0, 20), 12), -1);
+  assert.equal(questionEnd(b.subarray(0, qEnd - 1)), -1);
+});
+
+test('questionMatches compares the question case-insensitively', () => {
+  const q = encodeMessage(newQuery('www.example.org.', 1));
+  const r = Buffer.from(q);
+  r[13] = 0x57; // 'W'
+  assert.ok(questionMatches(q, questionEnd(q), r));
+  r[14] = 0x78; // 'x'
+  assert.ok(!questionMatches(q, questionEnd(q), r));
+});
+
+test('scanRecords finds the TTLs and the OPT', () => {
+  const b = reply(true);
+  const s = scanRecords(b)!;
+  assert.equal(s.ttls.length, 3);
+  assert.equal(s.optEnd, b.length);
+  assert.equal(findOptRecord(b), s.optStart);
+  for (const at of s.ttls) writeTtl(b, at, 7);
+  assert.deepEqual(decodeMessage(b).answer.map((rr) => rr.ttl), [7, 7]);
+  assert.equal(scanRecords(b.subarray(0, b.length - 1)), undefined);
+  assert.equal(scanRecords(reply(false))!.optStart, -1);
+});
+
+test('removeOpt / withoutOpt drop the OPT and fix ARCOUNT', () => {
+  const b = reply(true);
+  const plain = reply(false);
+  const s = scanRecords(b)!;
+  assert.deepEqual(removeOpt(b, s.optStart, s.optEnd), plain);
+  assert.deepEqual(withoutOpt(b), plain);
+  assert.equal(withoutOpt(plain), plain, 'no OPT: the same buffer');
+  // an OPT that is not the last record (uncompressed, so records can move)
+  const u = reply(true, false);
+  const us = scanRecords(u)!;
+  const nsStart = us.ttls[2]! - 4 - 16; // owner ns.example.org. is 16 octets
+  const mid = Buffer.concat([u.subarray(0, nsStart), u.subarray(us.optStart), u.subarray(nsStart, us.optStart)]);
+  assert.equal(findOptRecord(mid), nsStart);
+  assert.deepEqual(withoutOpt(mid), reply(false, false));
+});
