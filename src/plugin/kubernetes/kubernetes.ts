@@ -12,8 +12,12 @@ import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import type { AutoPather } from '../pkg/autopath.ts';
+import type { Transferer } from '../pkg/transfer.ts';
+import type { ExternalLookup, Externaler, ExternalZoneName } from '../pkg/external.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
+import { transfer } from './xfr.ts';
+import { external, externalAddress, externalReverse, externalServices } from './external.ts';
 
 const T_A = 1, T_NS = 2, T_CNAME = 5, T_SOA = 6, T_PTR = 12, T_MX = 15, T_TXT = 16, T_AAAA = 28, T_SRV = 33, T_IXFR = 251, T_AXFR = 252;
 const NOERROR = 0, SERVFAIL = 2, NXDOMAIN = 3, REFUSED = 5;
@@ -41,7 +45,7 @@ const NODATA_RESULT: Result = { entries: EMPTY, err: OK };
 const NAME_ERROR_RESULT: Result = { entries: EMPTY, err: NAME_ERROR };
 
 /** 4 for IPv4 text, 6 for IPv6 text, 0 for a name (Go's net.ParseIP semantics, mostly). */
-function ipFamily(host: string): 0 | 4 | 6 {
+export function ipFamily(host: string): 0 | 4 | 6 {
   if (parseIPv4(host) >= 0) return 4;
   if (host.includes(':') && parseIPv6(host) !== undefined) return 6;
   return 0;
@@ -85,9 +89,11 @@ export interface KubernetesOptions {
   autoPathSearch: readonly string[];
 }
 
-/** Per-query context: the matched zone (query spelling) and pending upstream answers. */
-interface Ctx {
-  req: Request;
+/**
+ * What the record builders work in: the matched zone (query spelling) and pending upstream
+ * answers. Zone transfers (xfr.ts) build records in a scope without a query.
+ */
+export interface Scope {
   zone: string;
   zoneLower: string;
   multicluster: boolean;
@@ -95,7 +101,12 @@ interface Ctx {
   needs: [string, number][] | undefined;
 }
 
-export class Kubernetes implements Handler, Readiness, AutoPather {
+/** Per-query context. */
+interface Ctx extends Scope {
+  req: Request;
+}
+
+export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, Externaler {
   readonly name = 'kubernetes';
   readonly next: Handler | undefined;
   readonly o: KubernetesOptions;
@@ -129,6 +140,37 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       : [`${pod.namespace}.svc.${zone}`, `svc.${zone}`, zone];
     search.push(...this.o.autoPathSearch, '');
     return search;
+  }
+
+  /**
+   * Transferer: the zone (one of the plugin's zones, exactly) as CoreDNS's kubernetes/xfr.go lays
+   * it out, each record as the plugin answers the equivalent query (xfr.ts).
+   */
+  transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
+    return transfer(this, zone, serial);
+  }
+
+  // Externaler (external.ts): the data of the k8s_external plugin's zone.
+
+  external(name: string, zone: string, headless: boolean): ExternalLookup {
+    return external(this, name, zone, headless);
+  }
+
+  externalReverse(address: string, zone: string): string[] {
+    return externalReverse(this, address, zone);
+  }
+
+  externalAddress(headless: boolean): string[] {
+    return externalAddress(this, headless);
+  }
+
+  externalServices(zone: string, headless: boolean): ExternalZoneName[] {
+    return externalServices(this, zone, headless);
+  }
+
+  externalSerial(zone: string): number {
+    void zone; // one serial for every external zone, as in CoreDNS
+    return this.c.modifiedExternal >>> 0;
   }
 
   get primaryZone(): string {
@@ -193,24 +235,13 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
         break;
       }
       case T_CNAME: {
-        const s = this.services(ctx, name, qtype);
-        err = s.err;
-        if (err === OK && s.entries.length > 0 && ipFamily(s.entries[0].host) === 0) {
-          records = [{ name: qname, type: T_CNAME, class: 1, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
-        }
+        const r = this.cnameOnly(ctx, qname, name);
+        records = r.records; err = r.err;
         break;
       }
       case T_PTR: {
-        const s = this.reverse(ctx, name);
-        err = s.err;
-        if (err === OK) {
-          const dup = new Set<string>();
-          for (const e of s.entries) {
-            if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
-            dup.add(e.host);
-            records.push({ name: qname, type: T_PTR, class: 1, ttl: e.ttl, data: { target: fqdn(e.host) } });
-          }
-        }
+        const r = this.ptr(ctx, qname, name);
+        records = r.records; err = r.err;
         break;
       }
       case T_MX: {
@@ -228,7 +259,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
         break;
       case T_NS:
         if (name === ctx.zoneLower) {
-          const r = this.ns(ctx, qname);
+          const r = this.ns(ctx);
           records = r.records; extra = r.extra;
           break;
         }
@@ -263,7 +294,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return NOERROR;
   }
 
-  soa(ctx: Ctx): ResourceRecord {
+  soa(ctx: Scope): ResourceRecord {
     const ttl = this.o.ttl;
     const zone = ctx.zone;
     const join = (p: string) => (zone === '.' ? p + '.' : `${p}.${zone}`);
@@ -276,16 +307,16 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
 
   // ---------- backend (CoreDNS Services / Records / Reverse) ----------
 
-  private trimZone(name: string, ctx: Ctx): string {
+  private trimZone(name: string, ctx: Scope): string {
     if (ctx.zoneLower === '.') return name === '.' ? '' : name.slice(0, -1);
     return name.length > ctx.zoneLower.length ? name.slice(0, name.length - ctx.zoneLower.length - 1) : '';
   }
 
-  private services(ctx: Ctx, name: string, qtype: number): Result {
+  private services(ctx: Scope, name: string, qtype: number): Result {
     if (qtype === T_TXT) {
       const t = this.trimZone(name, ctx);
       if (t === 'dns-version') {
-        return { entries: [{ host: '', port: 0, ttl: 28800, domain: ctx.req.qname, text: '1.1.0' }], err: OK };
+        return { entries: [{ host: '', port: 0, ttl: 28800, domain: name, text: '1.1.0' }], err: OK };
       }
       // Other names only tell NXDOMAIN from NODATA: no TXT data, no CNAME chasing.
       const r = this.records(ctx, name);
@@ -297,7 +328,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       const out: Entry[] = [];
       for (const e of this.nsEntries(ctx)) {
         const fam = ipFamily(e.host);
-        if ((fam === 4 && qtype === T_A) || (fam === 6 && qtype === T_AAAA)) out.push({ ...e, domain: ctx.req.qname });
+        if ((fam === 4 && qtype === T_A) || (fam === 6 && qtype === T_AAAA)) out.push({ ...e, domain: name });
       }
       return { entries: out, err: OK };
     }
@@ -306,12 +337,12 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { entries: r.entries.filter((e) => ipFamily(e.host) !== 0), err: r.err };
   }
 
-  private namespaceExposed(ns: string): boolean {
+  namespaceExposed(ns: string): boolean {
     if (this.nsFilter !== undefined && !this.nsFilter.has(ns)) return false;
     return this.c.namespaces.has(ns);
   }
 
-  private records(ctx: Ctx, name: string): Result {
+  private records(ctx: Scope, name: string): Result {
     const r = parseRequest(name, ctx.zoneLower, ctx.multicluster, this.o.zonal);
     if (r === INVALID) return NAME_ERROR_RESULT;
     if (r.podOrSvc === '') return NODATA_RESULT;
@@ -322,11 +353,11 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return this.findServices(r, ctx);
   }
 
-  private zoneSuffix(ctx: Ctx): string {
+  private zoneSuffix(ctx: Scope): string {
     return ctx.zone === '.' ? '' : ctx.zone;
   }
 
-  private findPods(r: RecordRequest, ctx: Ctx): Result {
+  private findPods(r: RecordRequest, ctx: Scope): Result {
     if (this.o.podMode === 'disabled') return NAME_ERROR_RESULT;
     const podname = r.service;
     if (podname === '') return NODATA_RESULT;
@@ -344,7 +375,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return out.length === 0 ? NAME_ERROR_RESULT : { entries: out, err: OK };
   }
 
-  private findServices(r: RecordRequest, ctx: Ctx): Result {
+  private findServices(r: RecordRequest, ctx: Scope): Result {
     if (r.service === '') return NODATA_RESULT;
     const svc = this.c.service(r.namespace, r.service);
     if (svc === undefined) return NAME_ERROR_RESULT;
@@ -409,7 +440,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { entries: out, err: OK };
   }
 
-  private findMultiClusterServices(r: RecordRequest, ctx: Ctx): Result {
+  private findMultiClusterServices(r: RecordRequest, ctx: Scope): Result {
     if (r.service === '') return NODATA_RESULT;
     const si = this.c.imports.get(`${r.namespace}/${r.service}`);
     if (si === undefined) return NAME_ERROR_RESULT;
@@ -442,7 +473,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   /** CoreDNS Reverse + serviceRecordForIP. */
-  private reverse(ctx: Ctx, name: string): Result {
+  reverse(ctx: Scope, name: string): Result {
     const ip = reverseToAddress(name);
     if (ip === undefined) {
       const r = this.records(ctx, name);
@@ -467,7 +498,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   /** CoreDNS nsAddrs: the services whose endpoints are this server's addresses, or ns.dns.<zone>. */
-  private nsEntries(ctx: Ctx): Entry[] {
+  private nsEntries(ctx: Scope): Entry[] {
     const zs = this.zoneSuffix(ctx);
     const out: Entry[] = [];
     const local = this.o.localIPs();
@@ -494,7 +525,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   // ---------- record builders (backend_lookup.go) ----------
 
   /** A / AAAA with CNAME chasing for ExternalName services. */
-  private addresses(ctx: Ctx, qname: string, name: string, qtype: number, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
+  addresses(ctx: Scope, qname: string, name: string, qtype: number, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
     let s: Result;
     if (name === ctx.zoneLower) {
       // checkForApex: apex.dns.<zone> never exists here, so the apex itself (no data).
@@ -522,7 +553,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records, err: OK, tc };
   }
 
-  private txt(ctx: Ctx, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
+  private txt(ctx: Scope, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
     const s = this.services(ctx, name, T_TXT);
     if (s.err !== OK) return { records: [], err: s.err, tc: false };
     const records: ResourceRecord[] = [];
@@ -545,7 +576,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
 
   /** The CNAME branch shared by A, AAAA and TXT. */
   private cname(
-    ctx: Ctx, qname: string, name: string, qtype: number, e: Entry, previous: ResourceRecord[],
+    ctx: Scope, qname: string, name: string, qtype: number, e: Entry, previous: ResourceRecord[],
     recurse: (qname: string, name: string, prev: ResourceRecord[]) => { records: ResourceRecord[]; err: number; tc: boolean },
   ): { records: ResourceRecord[]; tc: boolean } {
     const target = fqdn(e.host);
@@ -574,7 +605,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records: [rec, ...m.answer], tc: m.tc };
   }
 
-  private srv(ctx: Ctx, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
+  srv(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
     const s = this.services(ctx, name, T_SRV);
     if (s.err !== OK) return { records: [], extra: [], err: s.err };
     const records: ResourceRecord[] = [];
@@ -605,8 +636,27 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records, extra, err: OK };
   }
 
-  private ns(ctx: Ctx, qname: string): { records: ResourceRecord[]; extra: ResourceRecord[] } {
-    void qname;
+  /** The CNAME of an ExternalName service, not chased (a CNAME query). */
+  cnameOnly(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; err: number } {
+    const s = this.services(ctx, name, T_CNAME);
+    if (s.err !== OK || s.entries.length === 0 || ipFamily(s.entries[0].host) !== 0) return { records: [], err: s.err };
+    return { records: [{ name: qname, type: T_CNAME, class: 1, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }], err: OK };
+  }
+
+  ptr(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; err: number } {
+    const s = this.reverse(ctx, name);
+    if (s.err !== OK) return { records: [], err: s.err };
+    const records: ResourceRecord[] = [];
+    const dup = new Set<string>();
+    for (const e of s.entries) {
+      if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
+      dup.add(e.host);
+      records.push({ name: qname, type: T_PTR, class: 1, ttl: e.ttl, data: { target: fqdn(e.host) } });
+    }
+    return { records, err: OK };
+  }
+
+  ns(ctx: Scope): { records: ResourceRecord[]; extra: ResourceRecord[] } {
     const records: ResourceRecord[] = [];
     const extra: ResourceRecord[] = [];
     const seen = new Set<string>();
@@ -616,13 +666,13 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       extra.push({ name: e.domain, type: fam === 4 ? T_A : T_AAAA, class: 1, ttl: e.ttl, data: { address: e.host } });
       if (seen.has(e.domain)) continue;
       seen.add(e.domain);
-      records.push({ name: ctx.req.qname, type: T_NS, class: 1, ttl: e.ttl, data: { target: e.domain } });
+      records.push({ name: ctx.zone, type: T_NS, class: 1, ttl: e.ttl, data: { target: e.domain } });
     }
     return { records, extra };
   }
 }
 
-function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
+export function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
   return (aPort === '' || aPort === bPort.toLowerCase()) && (aProto === '' || aProto === bProto.toLowerCase());
 }
 
