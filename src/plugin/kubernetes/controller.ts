@@ -22,6 +22,11 @@ export interface Service {
   externalName: string;
   headless: boolean;
   ports: Port[];
+  /**
+   * `spec.externalIPs`, then each `status.loadBalancer.ingress[]` entry's `ip` (or its `hostname`
+   * when it has no IP): the addresses the k8s_external zone answers with (CoreDNS's ExternalIPs).
+   */
+  externalIPs: readonly string[];
 }
 
 export interface EndpointAddress {
@@ -77,16 +82,21 @@ const MCS_SOURCE_CLUSTER_LABEL = 'multicluster.kubernetes.io/source-cluster';
 const TRIGGER_TIME = 'endpoints.kubernetes.io/last-change-trigger-time';
 
 export function toService(o: RawObject): Service {
-  const spec = (o.spec ?? {}) as { type?: string; clusterIP?: string; clusterIPs?: string[]; externalName?: string; ports?: RawPort[] };
+  const spec = (o.spec ?? {}) as { type?: string; clusterIP?: string; clusterIPs?: string[]; externalName?: string; ports?: RawPort[]; externalIPs?: string[] };
+  const ingress = ((o.status ?? {}) as { loadBalancer?: { ingress?: { ip?: string; hostname?: string }[] } }).loadBalancer?.ingress ?? NONE;
   const ns = o.metadata.namespace ?? '';
   let ips = spec.clusterIPs ?? [];
   if (ips.length === 0) ips = spec.clusterIP ? [spec.clusterIP] : [];
   const ports: Port[] = (spec.ports ?? []).map((p) => ({ name: p.name ?? '', protocol: p.protocol ?? 'TCP', port: p.port ?? 0 }));
   if (ports.length === 0) ports.push({ name: '', protocol: '', port: -1 });
+  let externalIPs: readonly string[] = NONE;
+  if ((spec.externalIPs?.length ?? 0) > 0 || ingress.length > 0) {
+    externalIPs = [...(spec.externalIPs ?? NONE), ...ingress.map((i) => i.ip || i.hostname || '')].filter((a) => a !== '');
+  }
   return {
     rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
     type: spec.type ?? 'ClusterIP', clusterIPs: ips, externalName: spec.externalName ?? '',
-    headless: ips.length > 0 && ips[0] === 'None', ports,
+    headless: ips.length > 0 && ips[0] === 'None', ports, externalIPs: externalIPs.length === 0 ? NONE : externalIPs,
   };
 }
 
@@ -135,6 +145,17 @@ function portsEqual(a: Port[], b: Port[]): boolean {
   return true;
 }
 
+function stringsEqual(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A service is in the k8s_external zone with external addresses, or (with its `headless` option) as a headless service. */
+function externallyVisible(s: Service): boolean {
+  return s.externalIPs.length > 0 || s.headless;
+}
+
 function addressesEqual(a: EndpointAddress[], b: EndpointAddress[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i].ip !== b[i].ip || a[i].hostname !== b[i].hostname) return false;
@@ -174,6 +195,8 @@ export interface ControllerOptions {
 export class Controller {
   readonly services = new Map<string, Service>();
   readonly svcByIP = new MultiIndex<Service>();
+  /** external IP (or load-balancer hostname) → services */
+  readonly svcByExternalIP = new MultiIndex<Service>();
   readonly slices = new Map<string, Slice>();
   /** service key → slices of that service */
   readonly slicesBySvc = new MultiIndex<Slice>();
@@ -187,6 +210,8 @@ export class Controller {
   /** Unix seconds of the last DNS-relevant change (SOA serial). */
   modified = 0;
   modifiedMulticluster = 0;
+  /** Unix seconds of the last change visible in the k8s_external zone (its SOA serial). */
+  modifiedExternal = 0;
   private readonly reflectors: Reflector[] = [];
   private client: ApiClient | undefined;
   private syncedOnce = false;
@@ -280,6 +305,10 @@ export class Controller {
     this.modifiedMulticluster = Math.floor(Date.now() / 1000);
   }
 
+  private touchExternal(): void {
+    this.modifiedExternal = Math.floor(Date.now() / 1000);
+  }
+
   // ---------- services ----------
 
   private indexService(s: Service, add: boolean): void {
@@ -287,6 +316,10 @@ export class Controller {
       if (ip === 'None' || ip === '') continue;
       if (add) this.svcByIP.add(ip, s);
       else this.svcByIP.remove(ip, s);
+    }
+    for (const ip of s.externalIPs) {
+      if (add) this.svcByExternalIP.add(ip, s);
+      else this.svcByExternalIP.remove(ip, s);
     }
   }
 
@@ -299,7 +332,10 @@ export class Controller {
     }
     this.services.set(s.key, s);
     this.indexService(s, true);
-    if (old === undefined || !portsEqual(old.ports, s.ports) || old.externalName !== s.externalName) this.touch();
+    const portsChanged = old === undefined || !portsEqual(old.ports, s.ports);
+    if (portsChanged || old.externalName !== s.externalName) this.touch();
+    if (old === undefined ? externallyVisible(s)
+      : !stringsEqual(old.externalIPs, s.externalIPs) || (portsChanged && (externallyVisible(old) || externallyVisible(s)))) this.touchExternal();
   }
 
   removeService(ns: string, name: string): void {
@@ -309,6 +345,7 @@ export class Controller {
     this.services.delete(key);
     this.indexService(old, false);
     this.touch();
+    if (externallyVisible(old)) this.touchExternal();
   }
 
   private replaceServices(items: RawObject[]): void {
@@ -350,8 +387,14 @@ export class Controller {
     const changed = old === undefined || !addressesEqual(old.addresses, s.addresses) || !portsEqual(old.ports, s.ports);
     if (changed) {
       this.touch();
+      this.touchExternalHeadless(s);
       this.recordProgramming(o, s);
     }
+  }
+
+  /** Endpoints of a headless service are in the k8s_external zone (with its `headless` option). */
+  private touchExternalHeadless(s: Slice): void {
+    if (this.services.get(s.svcKey)?.headless === true) this.touchExternal();
   }
 
   private recordProgramming(o: RawObject, s: Slice): void {
@@ -370,6 +413,7 @@ export class Controller {
     this.slices.delete(key);
     this.indexSlice(old, false, this.slicesBySvc, this.sliceByIP);
     this.touch();
+    this.touchExternalHeadless(old);
   }
 
   private replaceSlices(items: RawObject[]): void {
@@ -455,6 +499,10 @@ export class Controller {
 
   servicesByIP(ip: string): readonly Service[] {
     return this.svcByIP.get(ip) ?? NONE;
+  }
+
+  servicesByExternalIP(ip: string): readonly Service[] {
+    return this.svcByExternalIP.get(ip) ?? NONE;
   }
 
   slicesByIP(ip: string): readonly Slice[] {

@@ -1,6 +1,6 @@
 // kubernetes: answers cluster DNS (the Kubernetes DNS-Based Service Discovery
 // spec, schema 1.1.0) from an in-memory view of the API server, with CoreDNS's
-// record shapes and NXDOMAIN/NODATA rules (plugin/kubernetes + plugin/backend_lookup.go).
+// record shapes and Rcode.NXDOMAIN/NODATA rules (plugin/kubernetes + plugin/backend_lookup.go).
 
 import type { Handler, HandlerResult, Readiness, ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
@@ -12,9 +12,14 @@ import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import type { AutoPather } from '../pkg/autopath.ts';
+import type { Transferer } from '../pkg/transfer.ts';
+import type { ExternalLookup, Externaler, ExternalZoneName } from '../pkg/external.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
+import { transfer } from './xfr.ts';
+import { external, externalAddress, externalReverse, externalServices } from './external.ts';
+
 
 /** CoreDNS's msg.Service, reduced to what the kubernetes backend fills in. */
 interface Entry {
@@ -28,7 +33,7 @@ interface Entry {
   text?: string;
 }
 
-/** Errors of the backend: a name error (NXDOMAIN candidate) or none. */
+/** Errors of the backend: a name error (Rcode.NXDOMAIN candidate) or none. */
 const OK = 0;
 const NAME_ERROR = 1;
 
@@ -39,7 +44,7 @@ const NODATA_RESULT: Result = { entries: EMPTY, err: OK };
 const NAME_ERROR_RESULT: Result = { entries: EMPTY, err: NAME_ERROR };
 
 /** 4 for IPv4 text, 6 for IPv6 text, 0 for a name (Go's net.ParseIP semantics, mostly). */
-function ipFamily(host: string): 0 | 4 | 6 {
+export function ipFamily(host: string): 0 | 4 | 6 {
   if (parseIPv4(host) >= 0) return 4;
   if (host.includes(':') && parseIPv6(host) !== undefined) return 6;
   return 0;
@@ -79,9 +84,11 @@ export interface KubernetesOptions {
   autoPathSearch: readonly string[];
 }
 
-/** Per-query context: the matched zone (query spelling) and pending upstream answers. */
-interface Ctx {
-  req: Request;
+/**
+ * What the record builders work in: the matched zone (query spelling) and pending upstream
+ * answers. Zone transfers (xfr.ts) build records in a scope without a query.
+ */
+export interface Scope {
   zone: string;
   zoneLower: string;
   multicluster: boolean;
@@ -89,7 +96,12 @@ interface Ctx {
   needs: [string, number][] | undefined;
 }
 
-export class Kubernetes implements Handler, Readiness, AutoPather {
+/** Per-query context. */
+interface Ctx extends Scope {
+  req: Request;
+}
+
+export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, Externaler {
   readonly name = 'kubernetes';
   readonly next: Handler | undefined;
   readonly o: KubernetesOptions;
@@ -123,6 +135,37 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       : [`${pod.namespace}.svc.${zone}`, `svc.${zone}`, zone];
     search.push(...this.o.autoPathSearch, '');
     return search;
+  }
+
+  /**
+   * Transferer: the zone (one of the plugin's zones, exactly) as CoreDNS's kubernetes/xfr.go lays
+   * it out, each record as the plugin answers the equivalent query (xfr.ts).
+   */
+  transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
+    return transfer(this, zone, serial);
+  }
+
+  // Externaler (external.ts): the data of the k8s_external plugin's zone.
+
+  external(name: string, zone: string, headless: boolean): ExternalLookup {
+    return external(this, name, zone, headless);
+  }
+
+  externalReverse(address: string, zone: string): string[] {
+    return externalReverse(this, address, zone);
+  }
+
+  externalAddress(headless: boolean): string[] {
+    return externalAddress(this, headless);
+  }
+
+  externalServices(zone: string, headless: boolean): ExternalZoneName[] {
+    return externalServices(this, zone, headless);
+  }
+
+  externalSerial(zone: string): number {
+    void zone; // one serial for every external zone, as in CoreDNS
+    return this.c.modifiedExternal >>> 0;
   }
 
   get primaryZone(): string {
@@ -187,24 +230,13 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
         break;
       }
       case RRType.CNAME: {
-        const s = this.services(ctx, name, qtype);
-        err = s.err;
-        if (err === OK && s.entries.length > 0 && ipFamily(s.entries[0].host) === 0) {
-          records = [{ name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }];
-        }
+        const r = this.cnameOnly(ctx, qname, name);
+        records = r.records; err = r.err;
         break;
       }
       case RRType.PTR: {
-        const s = this.reverse(ctx, name);
-        err = s.err;
-        if (err === OK) {
-          const dup = new Set<string>();
-          for (const e of s.entries) {
-            if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
-            dup.add(e.host);
-            records.push({ name: qname, type: RRType.PTR, class: RRClass.IN, ttl: e.ttl, data: { target: fqdn(e.host) } });
-          }
-        }
+        const r = this.ptr(ctx, qname, name);
+        records = r.records; err = r.err;
         break;
       }
       case RRType.MX: {
@@ -222,14 +254,14 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
         break;
       case RRType.NS:
         if (name === ctx.zoneLower) {
-          const r = this.ns(ctx, qname);
+          const r = this.ns(ctx);
           records = r.records; extra = r.extra;
           break;
         }
         err = this.addresses(ctx, qname, name, RRType.A, []).err;
         break;
       default:
-        // A fake A lookup tells NXDOMAIN from NODATA.
+        // A fake A lookup tells Rcode.NXDOMAIN from NODATA.
         err = this.addresses(ctx, qname, name, RRType.A, []).err;
     }
     if (ctx.needs !== undefined && ctx.upstream === undefined) return -1;
@@ -257,7 +289,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return Rcode.NOERROR;
   }
 
-  soa(ctx: Ctx): ResourceRecord {
+  soa(ctx: Scope): ResourceRecord {
     const ttl = this.o.ttl;
     const zone = ctx.zone;
     const join = (p: string) => (zone === '.' ? p + '.' : `${p}.${zone}`);
@@ -270,18 +302,18 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
 
   // ---------- backend (CoreDNS Services / Records / Reverse) ----------
 
-  private trimZone(name: string, ctx: Ctx): string {
+  private trimZone(name: string, ctx: Scope): string {
     if (ctx.zoneLower === '.') return name === '.' ? '' : name.slice(0, -1);
     return name.length > ctx.zoneLower.length ? name.slice(0, name.length - ctx.zoneLower.length - 1) : '';
   }
 
-  private services(ctx: Ctx, name: string, qtype: number): Result {
+  private services(ctx: Scope, name: string, qtype: number): Result {
     if (qtype === RRType.TXT) {
       const t = this.trimZone(name, ctx);
       if (t === 'dns-version') {
-        return { entries: [{ host: '', port: 0, ttl: 28800, domain: ctx.req.qname, text: '1.1.0' }], err: OK };
+        return { entries: [{ host: '', port: 0, ttl: 28800, domain: name, text: '1.1.0' }], err: OK };
       }
-      // Other names only tell NXDOMAIN from NODATA: no TXT data, no CNAME chasing.
+      // Other names only tell Rcode.NXDOMAIN from NODATA: no TXT data, no CNAME chasing.
       const r = this.records(ctx, name);
       if (r.err === OK && r.entries.length === 0) return NAME_ERROR_RESULT;
       return r.err === OK ? NODATA_RESULT : r;
@@ -291,7 +323,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       const out: Entry[] = [];
       for (const e of this.nsEntries(ctx)) {
         const fam = ipFamily(e.host);
-        if ((fam === 4 && qtype === RRType.A) || (fam === 6 && qtype === RRType.AAAA)) out.push({ ...e, domain: ctx.req.qname });
+        if ((fam === 4 && qtype === RRType.A) || (fam === 6 && qtype === RRType.AAAA)) out.push({ ...e, domain: name });
       }
       return { entries: out, err: OK };
     }
@@ -300,12 +332,12 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { entries: r.entries.filter((e) => ipFamily(e.host) !== 0), err: r.err };
   }
 
-  private namespaceExposed(ns: string): boolean {
+  namespaceExposed(ns: string): boolean {
     if (this.nsFilter !== undefined && !this.nsFilter.has(ns)) return false;
     return this.c.namespaces.has(ns);
   }
 
-  private records(ctx: Ctx, name: string): Result {
+  private records(ctx: Scope, name: string): Result {
     const r = parseRequest(name, ctx.zoneLower, ctx.multicluster, this.o.zonal);
     if (r === INVALID) return NAME_ERROR_RESULT;
     if (r.podOrSvc === '') return NODATA_RESULT;
@@ -316,11 +348,11 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return this.findServices(r, ctx);
   }
 
-  private zoneSuffix(ctx: Ctx): string {
+  private zoneSuffix(ctx: Scope): string {
     return ctx.zone === '.' ? '' : ctx.zone;
   }
 
-  private findPods(r: RecordRequest, ctx: Ctx): Result {
+  private findPods(r: RecordRequest, ctx: Scope): Result {
     if (this.o.podMode === 'disabled') return NAME_ERROR_RESULT;
     const podname = r.service;
     if (podname === '') return NODATA_RESULT;
@@ -338,7 +370,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return out.length === 0 ? NAME_ERROR_RESULT : { entries: out, err: OK };
   }
 
-  private findServices(r: RecordRequest, ctx: Ctx): Result {
+  private findServices(r: RecordRequest, ctx: Scope): Result {
     if (r.service === '') return NODATA_RESULT;
     const svc = this.c.service(r.namespace, r.service);
     if (svc === undefined) return NAME_ERROR_RESULT;
@@ -403,7 +435,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { entries: out, err: OK };
   }
 
-  private findMultiClusterServices(r: RecordRequest, ctx: Ctx): Result {
+  private findMultiClusterServices(r: RecordRequest, ctx: Scope): Result {
     if (r.service === '') return NODATA_RESULT;
     const si = this.c.imports.get(`${r.namespace}/${r.service}`);
     if (si === undefined) return NAME_ERROR_RESULT;
@@ -436,7 +468,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   /** CoreDNS Reverse + serviceRecordForIP. */
-  private reverse(ctx: Ctx, name: string): Result {
+  reverse(ctx: Scope, name: string): Result {
     const ip = reverseToAddress(name);
     if (ip === undefined) {
       const r = this.records(ctx, name);
@@ -461,7 +493,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   }
 
   /** CoreDNS nsAddrs: the services whose endpoints are this server's addresses, or ns.dns.<zone>. */
-  private nsEntries(ctx: Ctx): Entry[] {
+  private nsEntries(ctx: Scope): Entry[] {
     const zs = this.zoneSuffix(ctx);
     const out: Entry[] = [];
     const local = this.o.localIPs();
@@ -488,7 +520,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
   // ---------- record builders (backend_lookup.go) ----------
 
   /** A / AAAA with CNAME chasing for ExternalName services. */
-  private addresses(ctx: Ctx, qname: string, name: string, qtype: number, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
+  addresses(ctx: Scope, qname: string, name: string, qtype: number, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
     let s: Result;
     if (name === ctx.zoneLower) {
       // checkForApex: apex.dns.<zone> never exists here, so the apex itself (no data).
@@ -516,7 +548,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records, err: OK, tc };
   }
 
-  private txt(ctx: Ctx, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
+  private txt(ctx: Scope, qname: string, name: string, previous: ResourceRecord[]): { records: ResourceRecord[]; err: number; tc: boolean } {
     const s = this.services(ctx, name, RRType.TXT);
     if (s.err !== OK) return { records: [], err: s.err, tc: false };
     const records: ResourceRecord[] = [];
@@ -539,7 +571,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
 
   /** The CNAME branch shared by A, AAAA and TXT. */
   private cname(
-    ctx: Ctx, qname: string, name: string, qtype: number, e: Entry, previous: ResourceRecord[],
+    ctx: Scope, qname: string, name: string, qtype: number, e: Entry, previous: ResourceRecord[],
     recurse: (qname: string, name: string, prev: ResourceRecord[]) => { records: ResourceRecord[]; err: number; tc: boolean },
   ): { records: ResourceRecord[]; tc: boolean } {
     const target = fqdn(e.host);
@@ -568,7 +600,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records: [rec, ...m.answer], tc: m.tc };
   }
 
-  private srv(ctx: Ctx, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
+  srv(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; extra: ResourceRecord[]; err: number } {
     const s = this.services(ctx, name, RRType.SRV);
     if (s.err !== OK) return { records: [], extra: [], err: s.err };
     const records: ResourceRecord[] = [];
@@ -599,8 +631,27 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
     return { records, extra, err: OK };
   }
 
-  private ns(ctx: Ctx, qname: string): { records: ResourceRecord[]; extra: ResourceRecord[] } {
-    void qname;
+  /** The CNAME of an ExternalName service, not chased (a CNAME query). */
+  cnameOnly(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; err: number } {
+    const s = this.services(ctx, name, RRType.CNAME);
+    if (s.err !== OK || s.entries.length === 0 || ipFamily(s.entries[0].host) !== 0) return { records: [], err: s.err };
+    return { records: [{ name: qname, type: RRType.CNAME, class: RRClass.IN, ttl: s.entries[0].ttl, data: { target: fqdn(s.entries[0].host) } }], err: OK };
+  }
+
+  ptr(ctx: Scope, qname: string, name: string): { records: ResourceRecord[]; err: number } {
+    const s = this.reverse(ctx, name);
+    if (s.err !== OK) return { records: [], err: s.err };
+    const records: ResourceRecord[] = [];
+    const dup = new Set<string>();
+    for (const e of s.entries) {
+      if (ipFamily(e.host) !== 0 || dup.has(e.host)) continue;
+      dup.add(e.host);
+      records.push({ name: qname, type: RRType.PTR, class: RRClass.IN, ttl: e.ttl, data: { target: fqdn(e.host) } });
+    }
+    return { records, err: OK };
+  }
+
+  ns(ctx: Scope): { records: ResourceRecord[]; extra: ResourceRecord[] } {
     const records: ResourceRecord[] = [];
     const extra: ResourceRecord[] = [];
     const seen = new Set<string>();
@@ -610,13 +661,13 @@ export class Kubernetes implements Handler, Readiness, AutoPather {
       extra.push({ name: e.domain, type: fam === 4 ? RRType.A : RRType.AAAA, class: RRClass.IN, ttl: e.ttl, data: { address: e.host } });
       if (seen.has(e.domain)) continue;
       seen.add(e.domain);
-      records.push({ name: ctx.req.qname, type: RRType.NS, class: RRClass.IN, ttl: e.ttl, data: { target: e.domain } });
+      records.push({ name: ctx.zone, type: RRType.NS, class: RRClass.IN, ttl: e.ttl, data: { target: e.domain } });
     }
     return { records, extra };
   }
 }
 
-function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
+export function matchPortAndProtocol(aPort: string, bPort: string, aProto: string, bProto: string): boolean {
   return (aPort === '' || aPort === asciiLower(bPort)) && (aProto === '' || aProto === asciiLower(bProto));
 }
 

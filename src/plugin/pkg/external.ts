@@ -1,38 +1,91 @@
 // Capability: a handler that knows the externally reachable addresses of the
 // services it serves (CoreDNS's external.Externaler): the k8s_external plugin
-// answers `<service>.<namespace>.<zone>` from them. Provider: kubernetes
-// (service external IPs and load-balancer ingress).
+// answers `<service>.<namespace>.<zone>` (A, AAAA, SRV, PTR), its apex NS glue
+// and its zone transfers from them. Provider: kubernetes (service external IPs
+// and load-balancer ingress; with `headless`, headless services' endpoints).
+//
+// The consumer owns the zone: it matches the query against its zones, answers
+// the apex and `dns.<zone>` itself, builds the records, and asks the provider
+// only for data. Names passed in and handed out are lower-case FQDNs.
 
 import type { Handler } from '../plugin.ts';
-import type { Request } from '../../core/request.ts';
-import type { ResourceRecord } from '../../wire/types.ts';
 
-/** One answerable endpoint of a service (CoreDNS's msg.Service, the fields k8s_external reads). */
-export interface ExternalService {
-  /** An IP address, or a host name (load-balancer ingress hostname: a CNAME target). */
-  host: string;
+/** One address a name of the external zone answers with (one per address × port). */
+export interface ExternalEndpoint {
+  /**
+   * An IP address (an A or AAAA record), or a host name — a load-balancer ingress hostname,
+   * answered as a CNAME to it (and, in an SRV answer, used as the target).
+   */
+  address: string;
+  /** The service (or endpoint) port; -1 when the service declares no port (no SRV record). */
   port: number;
-  priority: number;
-  weight: number;
+  /** The provider's TTL (CoreDNS's k8s_external keeps it on SRV and CNAME records). */
   ttl: number;
-  /** The owner name the record is for (FQDN). */
+  /**
+   * The name in the external zone this address belongs to: `<service>.<namespace>.<zone>`, or
+   * `<endpoint>.<service>.<namespace>.<zone>` for a headless service's endpoint. SRV records
+   * for an IP address point at it, and it owns the address's glue in the additional section.
+   */
+  target: string;
+}
+
+/** The answer data for one query name. */
+export interface ExternalLookup {
+  endpoints: ExternalEndpoint[];
+  /**
+   * NOERROR with endpoints; NOERROR without (NODATA: `<namespace>.<zone>` of an exposed
+   * namespace); NXDOMAIN (no such namespace, service, endpoint or port, or a name too long);
+   * SERVFAIL for the zone apex itself, which the consumer answers.
+   */
+  rcode: number;
+}
+
+/** A name of the external zone and its data: what `external(name)` returns, for transfers. */
+export interface ExternalZoneName {
   name: string;
-  /** For SRV: `_port._proto` labels when the service has named ports; '' otherwise. */
-  srvPrefix: string;
+  /**
+   * True for `_<port>._<protocol>.<service>.<namespace>.<zone>`: only SRV records live there
+   * (an A query for such a name is answered too, but those are not zone data).
+   */
+  srvOnly: boolean;
+  endpoints: ExternalEndpoint[];
 }
 
 export interface Externaler extends Handler {
-  /** The services matching the request's name below `zone`, and the rcode (NOERROR, NXDOMAIN) that goes with them. */
-  external(req: Request, zone: string, headless: boolean): { services: ExternalService[]; rcode: number };
-  /** The records for the nameserver of the external zone (apex NS glue). */
-  externalAddress(req: Request, headless: boolean): ResourceRecord[];
-  /** Every service of the external zone (for transfers), with headless services by name when asked. */
-  externalServices(zone: string, headless: boolean): { services: ExternalService[]; headless: Map<string, ExternalService[]> };
-  /** The zone's current SOA serial (changes when the services change). */
+  /**
+   * The data for `name` (below `zone`, the consumer's matching zone), read as
+   * `[_<port>._<protocol>. | <endpoint>.]<service>.<namespace>.<zone>`: the service's external
+   * addresses × its ports matching the port and protocol labels; with `headless`, for a headless
+   * service without external addresses (or an endpoint label on a service without them), its
+   * ready endpoints matching the endpoint, port and protocol labels. Namespaces the provider
+   * does not expose are NXDOMAIN. For a PTR query of a name that is not a reverse name, the
+   * consumer uses the rcode only.
+   */
+  external(name: string, zone: string, headless: boolean): ExternalLookup;
+  /**
+   * PTR data: `<service>.<namespace>.<zone>` for every exposed service with `address` among its
+   * external addresses (the consumer passes its first zone); empty means NXDOMAIN.
+   */
+  externalReverse(address: string, zone: string): string[];
+  /**
+   * The addresses of the external zone's nameserver (the apex NS's glue, `ns1.dns.<zone>`): the
+   * external IP addresses of the services this server is an endpoint of — with `headless`, the
+   * endpoint addresses of such a headless service — or, when it is no service's endpoint, the
+   * server's own addresses. Possibly empty.
+   */
+  externalAddress(headless: boolean): string[];
+  /**
+   * Every name of `zone` with data, in a stable order (services sorted by name, then namespace;
+   * per service its own name, its `_<port>._<protocol>` names for named ports, then — headless —
+   * its endpoint names), each with the endpoints `external()` returns for it.
+   */
+  externalServices(zone: string, headless: boolean): ExternalZoneName[];
+  /** The SOA serial of `zone`: changes whenever any of its data does. */
   externalSerial(zone: string): number;
 }
 
 export function isExternaler(h: Handler): h is Externaler {
   const e = h as Partial<Externaler>;
-  return typeof e.external === 'function' && typeof e.externalServices === 'function';
+  return typeof e.external === 'function' && typeof e.externalReverse === 'function' && typeof e.externalAddress === 'function'
+    && typeof e.externalServices === 'function' && typeof e.externalSerial === 'function';
 }

@@ -18,9 +18,12 @@ export interface Transferer extends Handler {
   /**
    * The records of `zone` (lower-case FQDN) in batches: the SOA first, then
    * every other record including NS and glue, then the SOA again. With
-   * `serial` > 0 (IXFR) a provider whose serial is not newer yields just the
-   * SOA; one that keeps no history answers with a full transfer.
-   * Throws NotAuthoritativeError at once when `zone` is not its own.
+   * `serial` > 0 (IXFR), when `serial` is the zone's current serial (or newer,
+   * for a provider whose serials only grow) the provider yields just the SOA;
+   * otherwise, keeping no history, it answers with a full transfer.
+   * Throws NotAuthoritativeError at once when `zone` is not one of its zones
+   * (the transfer plugin then asks the next provider); any other error, thrown
+   * or from the iteration, fails the transfer (SERVFAIL when nothing was sent yet).
    */
   transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]>;
 }
