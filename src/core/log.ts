@@ -70,9 +70,6 @@ export function setLogSink(s: LogSink): LogSink {
   return prev;
 }
 
-/** The sink lines go to by default: true while it is stdout (the CLI writes [FATAL] synchronously then). */
-export function defaultSinkIsStdout(): boolean { return defaultSink === stdoutSink; }
-
 /** The logger of code that runs outside any server (the CLI before a server starts, doctor). */
 export const log = new Logger();
 
