@@ -33,7 +33,11 @@ export interface SetupResult {
   };
   /** The handler chain built from the factories, ending in `last` (if given). */
   chain(last?: Handler): Handler;
-  /** Run the startup hooks (as the server does before opening its sockets). */
+  /**
+   * Start as the server does, without sockets: the startup hooks (run before
+   * the sockets open), then the instance-startup hooks (run once it serves).
+   * Throws the first error of a hook.
+   */
   start(): Promise<void>;
   /** Run the shutdown and final-shutdown hooks; returns their errors. */
   stop(): Promise<Error[]>;
@@ -76,6 +80,8 @@ export async function runSetup(def: PluginDefinition, corefile: string): Promise
     async start() {
       const errors = await instance.runHooks('startup');
       if (errors.length > 0) throw errors[0];
+      const later = await instance.runHooks('instanceStartup');
+      if (later.length > 0) throw later[0];
     },
     async stop() {
       const errors = await instance.runHooks('shutdown');
