@@ -6,7 +6,7 @@
 //       whoami
 //   }
 
-import type { PluginDefinition, Handler, Request, ResponseWriter } from '../../src/index.ts';
+import type { PluginDefinition, Handler, Request, ResponseWriter, SetupContext } from '../../src/index.ts';
 import { PluginError } from '../../src/index.ts';
 import { wire } from '../../src/index.ts';
 
@@ -33,16 +33,28 @@ class Hello implements Handler {
   }
 }
 
+/** What `hello [TEXT]` configures. */
+export interface HelloOptions {
+  /** The text of the TXT answer (default "hello"). */
+  text: string;
+}
+
+/** Reads every `hello` line of the block (the last TEXT wins); registers nothing. */
+export function parse(c: SetupContext): HelloOptions {
+  const d = c.dispenser;
+  let text = 'hello';
+  while (d.next()) {
+    const args = d.remainingArgs();
+    if (args.length > 1) throw d.argErr();
+    if (args.length === 1) text = args[0]!;
+  }
+  return { text };
+}
+
 export const hello: PluginDefinition = {
   name: 'hello',
   setup(c) {
-    const d = c.dispenser;
-    let text = 'hello';
-    while (d.next()) {
-      const args = d.remainingArgs();
-      if (args.length > 1) throw d.argErr();
-      if (args.length === 1) text = args[0]!;
-    }
+    const { text } = parse(c);
     c.addPlugin((next) => new Hello(text, next));
   },
 };

@@ -1,18 +1,23 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
-import { plugin } from './setup.ts';
+import { parse, plugin } from './setup.ts';
 import { listIP } from './bind.ts';
-import { runSetup, setupError } from '../pkg/testing.ts';
+import { parseTable, runSetup } from '../pkg/testing.ts';
 
-test('bind setup errors', async () => {
-  assert.equal(await setupError(plugin, '. {\n bind\n}'), 'plugin/bind: at least one address or interface name is expected');
-  assert.equal(await setupError(plugin, '. {\n bind nope0\n}'), 'plugin/bind: not a valid IP address or interface name: "nope0"');
-  assert.equal(await setupError(plugin, '. {\n bind 127.0.0.1 {\n  except\n }\n}'),
-    'plugin/bind: at least one address or interface must be given to except subdirective');
-  assert.equal(await setupError(plugin, '. {\n bind 127.0.0.1 {\n  only 1.2.3.4\n }\n}'), 'plugin/bind: invalid option "only"');
-  assert.equal(await setupError(plugin, '. {\n bind fe80::1%eth0\n}'),
-    'plugin/bind: not a valid IP address or interface name: "fe80::1%eth0"');
+test('bind parse', async () => {
+  await parseTable('bind', parse, [
+    ['. {\n bind 127.0.0.1 ::1\n}', { hosts: ['127.0.0.1', '::1'] }],
+    // Several lines concatenate; except works per line.
+    ['. {\n bind 127.0.0.1 127.0.0.2 {\n  except 127.0.0.2\n }\n bind 127.0.0.3 127.0.0.2\n}', { hosts: ['127.0.0.1', '127.0.0.3', '127.0.0.2'] }],
+    ['. {\n bind 127.0.0.1 {\n  except 127.0.0.9\n }\n}', { hosts: ['127.0.0.1'] }],
+    ['. {\n bind\n}', 'plugin/bind: at least one address or interface name is expected'],
+    ['. {\n bind nope0\n}', 'plugin/bind: not a valid IP address or interface name: "nope0"'],
+    ['. {\n bind 127.0.0.1 {\n  except\n }\n}', 'plugin/bind: at least one address or interface must be given to except subdirective'],
+    ['. {\n bind 127.0.0.1 {\n  only 1.2.3.4\n }\n}', 'plugin/bind: invalid option "only"'],
+    ['. {\n bind 127.0.0.1 {\n  except nope0\n }\n}', 'plugin/bind: not a valid IP address or interface name: "nope0"'],
+    ['. {\n bind fe80::1%eth0\n}', 'plugin/bind: not a valid IP address or interface name: "fe80::1%eth0"'],
+  ]);
 });
 
 test('bind sets the listen hosts; several lines concatenate; except works per line', async () => {

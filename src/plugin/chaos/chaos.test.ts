@@ -1,18 +1,23 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
-import { plugin } from './setup.ts';
+import { parse, plugin } from './setup.ts';
+import { COREDNS_VERSION } from '../../core/directives.ts';
 import { OWNERS } from './owners.ts';
-import { CaptureWriter, StubHandler, makeRequest, runSetup, setupError } from '../pkg/testing.ts';
+import { CaptureWriter, StubHandler, makeRequest, parseTable, runSetup } from '../pkg/testing.ts';
 import type { TXTData } from '../../wire/types.ts';
 
 const text = (d: unknown): string => Buffer.from((d as TXTData).strings[0]).toString();
 
-test('chaos setup', async () => {
-  assert.equal(await setupError(plugin, '. {\n chaos\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n chaos v1 a b\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n chaos v1 {\n  x\n }\n}'),
-    "plugin/chaos: Corefile:3 - Error during parsing: unknown property 'x'");
+test('chaos parse', async () => {
+  await parseTable('chaos', parse, [
+    ['. {\n chaos\n}', { version: 'CoreDNS-' + COREDNS_VERSION, authors: OWNERS }],
+    ['. {\n chaos v1\n}', { version: 'v1', authors: OWNERS }],
+    ['. {\n chaos v1 b@x a@x b@x B@x\n}', { version: 'v1', authors: ['B@x', 'a@x', 'b@x'] }],
+    // Only the first line of a block counts (CoreDNS).
+    ['. {\n chaos v1\n chaos v2 a b\n}', { version: 'v1', authors: OWNERS }],
+    ['. {\n chaos v1 {\n  x\n }\n}', "plugin/chaos: Corefile:3 - Error during parsing: unknown property 'x'"],
+  ]);
 });
 
 test('chaos default version and authors', async () => {

@@ -1,34 +1,51 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plugin } from './setup.ts';
-import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, setupError, settle } from '../pkg/testing.ts';
+import { parse, plugin } from './setup.ts';
+import { Pattern, type LogLevel } from './errors.ts';
+import { goRegExp } from './regexp.ts';
+import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { PluginError } from '../plugin.ts';
 
 const E = 'plugin/errors: Corefile:3 - Error during parsing: ';
 
-test('errors setup', async () => {
-  assert.equal(await setupError(plugin, '. {\n errors\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n errors stdout\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n errors stderr\n}'),
-    'plugin/errors: Corefile:2 - Error during parsing: invalid log file: stderr');
-  assert.equal(await setupError(plugin, '. {\n errors a b\n}'),
-    "plugin/errors: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'b'");
-  assert.equal(await setupError(plugin, '. {\n errors\n errors\n}'), 'plugin/errors: this plugin can only be used once per Server Block');
-  assert.equal(await setupError(plugin, '. {\n errors {\n  foo\n }\n}'),
-    "plugin/errors: Corefile:3 - Syntax error: Unexpected token 'foo', expecting 'Unknown field foo'");
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1m\n }\n}'),
-    E + "Wrong argument count or unexpected line ending after '1m'");
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1x .*\n }\n}'), E + 'time: unknown unit "x" in duration "1x"');
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1m (\n }\n}'), E + 'error parsing regexp: missing closing ): `(`');
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1m .* info warning\n }\n}'),
-    E + 'multiple log levels specified in consolidate');
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1m .* show_first info\n }\n}'),
-    E + 'log level must come before show_first in consolidate');
-  assert.equal(await setupError(plugin, '. {\n errors {\n  consolidate 1m .* loud\n }\n}'), E + 'unknown option in consolidate: loud');
-  assert.equal(await setupError(plugin, `. {\n errors {\n  consolidate 1m ${'a'.repeat(10001)}\n }\n}`),
-    E + 'regex pattern too long: 10001 > 10000');
-  const r = await runSetup(plugin, '. {\n errors {\n  stacktrace\n }\n}');
+const M = 60_000_000_000n;
+const pattern = (period: bigint, src: string, level: LogLevel = 'error', showFirst = false): Pattern =>
+  new Pattern(period, src, goRegExp(src), level, showFirst);
+
+test('errors parse', async () => {
+  await parseTable('errors', parse, [
+    ['. {\n errors\n}', { stacktrace: false, patterns: [] }],
+    ['. {\n errors stdout\n}', { stacktrace: false, patterns: [] }],
+    ['. {\n errors {\n  stacktrace\n }\n}', { stacktrace: true, patterns: [] }],
+    ['. {\n errors {\n  consolidate 1m ^a\n  consolidate 5m "^read udp .* i/o timeout$" warning show_first\n  consolidate 1h b debug\n  consolidate 2s c show_first\n }\n}', {
+      stacktrace: false,
+      patterns: [pattern(M, '^a'), pattern(5n * M, '^read udp .* i/o timeout$', 'warning', true), pattern(60n * M, 'b', 'debug'),
+        pattern(2_000_000_000n, 'c', 'error', true)],
+    }],
+    ['. {\n errors {\n  consolidate 1m a info\n  consolidate 1m a error\n }\n}', { stacktrace: false, patterns: [pattern(M, 'a', 'info'), pattern(M, 'a')] }],
+    ['. {\n errors stderr\n}', 'plugin/errors: Corefile:2 - Error during parsing: invalid log file: stderr'],
+    ['. {\n errors a b\n}', "plugin/errors: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'b'"],
+    ['. {\n errors\n errors\n}', 'plugin/errors: this plugin can only be used once per Server Block'],
+    ['. {\n errors {\n  foo\n }\n}', "plugin/errors: Corefile:3 - Syntax error: Unexpected token 'foo', expecting 'Unknown field foo'"],
+    ['. {\n errors {\n  consolidate 1m\n }\n}', E + "Wrong argument count or unexpected line ending after '1m'"],
+    ['. {\n errors {\n  consolidate 1m a info show_first x\n }\n}', E + "Wrong argument count or unexpected line ending after 'x'"],
+    ['. {\n errors {\n  consolidate 1x .*\n }\n}', E + 'time: unknown unit "x" in duration "1x"'],
+    ['. {\n errors {\n  consolidate 1m (\n }\n}', E + 'error parsing regexp: missing closing ): `(`'],
+    ['. {\n errors {\n  consolidate 1m .* info warning\n }\n}', E + 'multiple log levels specified in consolidate'],
+    ['. {\n errors {\n  consolidate 1m .* show_first info\n }\n}', E + 'log level must come before show_first in consolidate'],
+    ['. {\n errors {\n  consolidate 1m .* loud\n }\n}', E + 'unknown option in consolidate: loud'],
+    [`. {\n errors {\n  consolidate 1m ${'a'.repeat(10001)}\n }\n}`, E + 'regex pattern too long: 10001 > 10000'],
+  ]);
+});
+
+test('errors setup: stacktrace is a setting of the block; consolidation stops on shutdown', async () => {
+  let r = await runSetup(plugin, '. {\n errors {\n  stacktrace\n }\n}');
   assert.equal(r.config.stacktrace, true);
+  assert.equal(r.factories.length, 1);
+  r = await runSetup(plugin, '. {\n errors\n}');
+  assert.equal(r.config.stacktrace, false);
+  assert.equal(r.hooks.shutdown.length, 1);
+  assert.deepEqual(await r.stop(), []);
 });
 
 function failing(msg: string, rcode = 2) {

@@ -1,4 +1,4 @@
-import type { PluginDefinition } from '../plugin.ts';
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { parseDuration, DurationError } from '../pkg/duration.ts';
 import { ErrorsHandler, Pattern, type LogLevel } from './errors.ts';
@@ -42,35 +42,50 @@ function parseConsolidate(d: Dispenser): Pattern {
   return new Pattern(period, src, re, level ?? 'error', showFirst);
 }
 
+/** What `errors [stdout] { stacktrace; consolidate ... }` configures. */
+export interface ErrorsOptions {
+  /** `stacktrace`: log a stack trace with recovered panics (a setting of the block). */
+  stacktrace: boolean;
+  /** The `consolidate DURATION REGEXP [LEVEL] [show_first]` patterns, in order. */
+  patterns: Pattern[];
+}
+
+/** Reads the block's `errors` directive (once per block). */
+export function parse(c: SetupContext): ErrorsOptions {
+  const d = c.dispenser;
+  const o: ErrorsOptions = { stacktrace: false, patterns: [] };
+  let i = 0;
+  while (d.next()) {
+    if (i > 0) throw new Error('plugin/errors: this plugin can only be used once per Server Block');
+    i++;
+    const args = d.remainingArgs();
+    if (args.length === 1) {
+      if (args[0] !== 'stdout') throw d.errf(`invalid log file: ${args[0]}`);
+    } else if (args.length > 1) {
+      throw d.argErr();
+    }
+    while (d.nextBlock()) {
+      switch (d.val()) {
+        case 'stacktrace':
+          o.stacktrace = true;
+          break;
+        case 'consolidate':
+          o.patterns.push(parseConsolidate(d));
+          break;
+        default:
+          throw d.syntaxErr('Unknown field ' + d.val());
+      }
+    }
+  }
+  return o;
+}
+
 export const plugin: PluginDefinition = {
   name: 'errors',
   setup(c) {
-    const d = c.dispenser;
-    const patterns: Pattern[] = [];
-    let i = 0;
-    while (d.next()) {
-      if (i > 0) throw new Error('plugin/errors: this plugin can only be used once per Server Block');
-      i++;
-      const args = d.remainingArgs();
-      if (args.length === 1) {
-        if (args[0] !== 'stdout') throw d.errf(`invalid log file: ${args[0]}`);
-      } else if (args.length > 1) {
-        throw d.argErr();
-      }
-      while (d.nextBlock()) {
-        switch (d.val()) {
-          case 'stacktrace':
-            c.config.stacktrace = true;
-            break;
-          case 'consolidate':
-            patterns.push(parseConsolidate(d));
-            break;
-          default:
-            throw d.syntaxErr('Unknown field ' + d.val());
-        }
-      }
-    }
-    const handler = new ErrorsHandler(patterns, c.log);
+    const o = parse(c);
+    if (o.stacktrace) c.config.stacktrace = true;
+    const handler = new ErrorsHandler(o.patterns, c.log);
     c.onShutdown(() => { handler.stop(); });
     c.addPlugin((next) => {
       handler.next = next;

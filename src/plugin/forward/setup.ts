@@ -4,7 +4,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import dns from 'node:dns';
 import type { Dispenser } from '../../corefile/dispenser.ts';
-import type { PluginDefinition, PluginLogger } from '../plugin.ts';
+import type { PluginDefinition, PluginLogger, SetupContext } from '../plugin.ts';
 import { normalizeHostExact, splitTransport, normalizeName } from '../../corefile/address.ts';
 import { isDomainName } from '../../wire/name.ts';
 import { stringToRcode } from '../../wire/constants.ts';
@@ -68,20 +68,34 @@ function readFileFor(what: string, p: string): Buffer {
   }
 }
 
-interface RawTo {
+/** One TO argument as written, with where it was written. */
+export interface RawTo {
   text: string;
   line: number;
   file: string;
 }
 
-interface Stanza {
+/** One `forward FROM TO... { ... }` line as parsed (TO addresses are resolved later, by setup). */
+export interface Stanza {
+  /** FROM, normalised. */
   from: string;
+  /** The TO arguments as written: addresses, resolv.conf-style files or host names. */
   to: RawTo[];
+  /** The handler's options, defaults filled in (opts.from is FROM too). */
   opts: ForwardOptions;
+  /** `tls [CERT KEY] [CA]`: the file names as given (read by setup). */
   tlsArgs: string[] | undefined;
+  /** `tls_servername NAME`. */
   tlsServerName: string | undefined;
+  /** `resolver ADDR...`: the servers host-name TOs are resolved with (IP or IP:port). */
   resolvers: string[];
+  /** Never set (always false): the health check follows force_tcp, in buildForward. */
   hcForceTcp: boolean;
+}
+
+/** What the `forward` lines of a block configure: one forwarder each, chained in order. */
+export interface ForwardSetupOptions {
+  stanzas: Stanza[];
 }
 
 function defaults(): ForwardOptions {
@@ -437,12 +451,21 @@ export async function buildForward(st: Stanza, log: PluginLogger): Promise<Forwa
   return new Forward(o, entries, log);
 }
 
+/**
+ * Reads every `forward` line of the block. Nothing is opened or resolved here:
+ * setup reads TO files and TLS files and resolves host names (buildForward).
+ */
+export function parse(c: SetupContext): ForwardSetupOptions {
+  const d = c.dispenser;
+  const stanzas: Stanza[] = [];
+  while (d.next()) stanzas.push(parseStanza(d, c.log));
+  return { stanzas };
+}
+
 export const plugin: PluginDefinition = {
   name: 'forward',
   async setup(c) {
-    const d = c.dispenser;
-    const stanzas: Stanza[] = [];
-    while (d.next()) stanzas.push(parseStanza(d, c.log));
+    const { stanzas } = parse(c);
     const fs: Forward[] = [];
     for (const st of stanzas) fs.push(await buildForward(st, c.log));
     for (let i = 0; i < fs.length; i++) {

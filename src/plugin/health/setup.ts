@@ -4,40 +4,53 @@
 // runs, a self-check of that endpoint every second (with its metrics and
 // warnings) and, on final shutdown, a lameduck pause while DNS is still served.
 
-import type { PluginDefinition } from '../plugin.ts';
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { formatDuration, parseDuration, toMillis } from '../pkg/duration.ts';
 import { httpSite, addressArgument } from '../pkg/httpserver.ts';
 import { Health } from './health.ts';
 
 export const DEFAULT_ADDR = ':8080';
 
+/** What `health [ADDRESS] { lameduck DURATION }` configures. */
+export interface HealthOptions {
+  /** The address /health is served on (host:port); DEFAULT_ADDR when none is given. */
+  addr: string;
+  /** How long to keep serving after the final shutdown began, in nanoseconds (0: no lameduck). */
+  lameduck: bigint;
+}
+
+/** Reads every `health` line of the block; the last one wins. */
+export function parse(c: SetupContext): HealthOptions {
+  const d = c.dispenser;
+  let addr = '';
+  let lameduck = 0n;
+  while (d.next()) {
+    addr = addressArgument(d, addr);
+    while (d.nextBlock()) {
+      switch (d.val()) {
+        case 'lameduck': {
+          const rest = d.remainingArgs();
+          if (rest.length !== 1) throw d.argErr();
+          try {
+            lameduck = parseDuration(rest[0]!);
+          } catch (e) {
+            throw new Error(`unable to parse lameduck duration value: '${rest[0]}' : ${(e as Error).message}`);
+          }
+          break;
+        }
+        default:
+          throw d.err(`unknown property '${d.val()}'`);
+      }
+    }
+  }
+  if (addr === '') addr = DEFAULT_ADDR;
+  return { addr, lameduck };
+}
+
 export const plugin: PluginDefinition = {
   name: 'health',
   setup(c) {
-    const d = c.dispenser;
-    let addr = '';
-    let lameduck = 0n;
-    // Every `health` line of the block is read; the last one wins.
-    while (d.next()) {
-      addr = addressArgument(d, addr);
-      while (d.nextBlock()) {
-        switch (d.val()) {
-          case 'lameduck': {
-            const rest = d.remainingArgs();
-            if (rest.length !== 1) throw d.argErr();
-            try {
-              lameduck = parseDuration(rest[0]!);
-            } catch (e) {
-              throw new Error(`unable to parse lameduck duration value: '${rest[0]}' : ${(e as Error).message}`);
-            }
-            break;
-          }
-          default:
-            throw d.err(`unknown property '${d.val()}'`);
-        }
-      }
-    }
-    if (addr === '') addr = DEFAULT_ADDR;
+    const { addr, lameduck } = parse(c);
 
     const site = httpSite(c);
     const h = new Health(addr, site, c.log);

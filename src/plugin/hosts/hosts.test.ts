@@ -3,34 +3,85 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { plugin } from './setup.ts';
+import { parse, plugin, type HostsOptions } from './setup.ts';
+import { Fall } from '../pkg/fall.ts';
 import { parseHosts, parseHostIP } from './hostsfile.ts';
 import { hostsEntries } from './metrics.ts';
-import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, setupError } from '../pkg/testing.ts';
+import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup } from '../pkg/testing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodens-hosts-'));
 const E = 'plugin/hosts: Corefile:3 - Error during parsing: ';
 
-test('hosts setup errors', async () => {
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl\n }\n}'), E + 'ttl needs a time in second');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl x\n }\n}'), E + 'ttl needs a number of second');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl 0\n }\n}'), E + 'ttl provided is invalid');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  ttl 65536\n }\n}'), E + 'ttl provided is invalid');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload\n }\n}'), E + 'reload needs a duration (zero seconds to disable)');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload 5x\n }\n}'), E + "invalid duration for reload '5x'");
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  reload -5s\n }\n}'), E + "invalid negative duration for reload '-5s'");
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough\n  foo bar\n }\n}'),
-    "plugin/hosts: Corefile:4 - Error during parsing: unknown property 'foo'");
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough_unsupported\n }\n}'),
-    'plugin/hosts: Corefile:4 - Error during parsing: fallthrough_unsupported requires fallthrough');
-  assert.equal(await setupError(plugin, '. {\n hosts {\n  fallthrough\n  fallthrough_unsupported x\n }\n}'),
-    "plugin/hosts: Corefile:4 - Error during parsing: Wrong argument count or unexpected line ending after 'x'");
-  assert.equal(await setupError(plugin, '. {\n hosts\n hosts\n}'), 'plugin/hosts: this plugin can only be used once per Server Block');
+const fall = (...zones: string[]): Fall => {
+  const f = new Fall();
+  if (zones.length > 0) f.setZonesFromArgs(zones[0] === '.' ? [] : zones);
+  return f;
+};
+const defaults: HostsOptions = {
+  path: '/etc/hosts', origins: ['.'], ttl: 3600, autoReverse: true, reload: 5_000_000_000n, fall: fall(),
+  fallthroughUnsupported: false, inline: [],
+};
+
+test('hosts parse', async () => {
   const missing = join(dir, 'missing');
-  const lines = await captureLog(async () => {
-    assert.equal(await setupError(plugin, `. {\n hosts ${missing}\n}`), '');
-  });
-  assert.deepEqual(lines, [`[WARNING] plugin/hosts: File does not exist: ${missing}`]);
+  const regular = join(dir, 'regular');
+  writeFileSync(regular, '');
+  const lines = await captureLog(() => parseTable('hosts', parse, [
+    ['. {\n hosts\n}', defaults],
+    ['example.org {\n hosts\n}', { ...defaults, origins: ['example.org.'] }],
+    [`. {\n hosts ${regular}\n}`, { ...defaults, path: regular }],
+    [`. {\n hosts ${regular} Example.ORG 10.0.0.0/24\n}`, { ...defaults, path: regular, origins: ['example.org.', '0.0.10.in-addr.arpa.'] }],
+    [`. {\n hosts ${missing}\n}`, { ...defaults, path: missing }],
+    [`. {\n hosts ${dir}\n}`, { ...defaults, path: dir }],
+    ['. {\n hosts {\n  ttl 60\n  no_reverse\n  reload 0\n  fallthrough\n  fallthrough_unsupported\n }\n}',
+      { ...defaults, ttl: 60, autoReverse: false, reload: 0n, fall: fall('.'), fallthroughUnsupported: true }],
+    ['. {\n hosts {\n  reload 1m\n  fallthrough a.org B.org\n }\n}', { ...defaults, reload: 60_000_000_000n, fall: fall('a.org', 'B.org') }],
+    ['. {\n hosts {\n  10.0.0.1 a.example b.example\n  ::1   c.example\n  fallthrough\n }\n}',
+      { ...defaults, fall: fall('.'), inline: ['10.0.0.1 a.example b.example', '::1 c.example'] }],
+    ['. {\n hosts {\n  ttl\n }\n}', E + 'ttl needs a time in second'],
+    ['. {\n hosts {\n  ttl x\n }\n}', E + 'ttl needs a number of second'],
+    ['. {\n hosts {\n  ttl 0\n }\n}', E + 'ttl provided is invalid'],
+    ['. {\n hosts {\n  ttl 65536\n }\n}', E + 'ttl provided is invalid'],
+    ['. {\n hosts {\n  reload\n }\n}', E + 'reload needs a duration (zero seconds to disable)'],
+    ['. {\n hosts {\n  reload 5x\n }\n}', E + "invalid duration for reload '5x'"],
+    ['. {\n hosts {\n  reload -5s\n }\n}', E + "invalid negative duration for reload '-5s'"],
+    ['. {\n hosts {\n  fallthrough\n  foo bar\n }\n}', "plugin/hosts: Corefile:4 - Error during parsing: unknown property 'foo'"],
+    ['. {\n hosts {\n  fallthrough_unsupported\n }\n}', 'plugin/hosts: Corefile:4 - Error during parsing: fallthrough_unsupported requires fallthrough'],
+    ['. {\n hosts {\n  fallthrough\n  fallthrough_unsupported x\n }\n}',
+      "plugin/hosts: Corefile:4 - Error during parsing: Wrong argument count or unexpected line ending after 'x'"],
+    ['. {\n hosts\n hosts\n}', 'plugin/hosts: this plugin can only be used once per Server Block'],
+    [`. {\n hosts ${regular}/x\n}`,
+      `plugin/hosts: Corefile:2 - Error during parsing: unable to access hosts file '${regular}/x': stat ${regular}/x: not a directory`],
+  ]));
+  assert.deepEqual(lines, [
+    `[WARNING] plugin/hosts: File does not exist: ${missing}`,
+    `[WARNING] plugin/hosts: Hosts file ${JSON.stringify(dir)} is a directory`,
+  ]);
+});
+
+test('hosts start-up reads the file and starts the reload timer; shutdown stops it', async () => {
+  const file = join(dir, 'hosts-startup');
+  writeFileSync(file, '10.0.0.1 a.example\n');
+  const r = await runSetup(plugin, `. {\n hosts ${file} {\n  reload 20ms\n }\n}`);
+  const h = r.chain(new StubHandler('next', () => 5));
+  const w = new CaptureWriter();
+  // Setup reads nothing: the file is read by the start-up hook (no entry, no fallthrough: SERVFAIL).
+  assert.equal(h.serveDNS(makeRequest('a.example.'), w), 2);
+  assert.equal(w.msgs.length, 0);
+  await r.start();
+  await h.serveDNS(makeRequest('a.example.'), w);
+  assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.1' }]);
+  writeFileSync(file, '10.0.0.2 a.example\n');
+  utimesSync(file, new Date(), new Date(Date.now() + 5000));
+  await new Promise((res) => setTimeout(res, 100));
+  await h.serveDNS(makeRequest('a.example.'), w);
+  assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.2' }]);
+  assert.deepEqual(await r.stop(), []);
+  writeFileSync(file, '10.0.0.3 a.example\n');
+  utimesSync(file, new Date(), new Date(Date.now() + 10000));
+  await new Promise((res) => setTimeout(res, 100));
+  await h.serveDNS(makeRequest('a.example.'), w);
+  assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.2' }]);
 });
 
 test('hosts file parsing', () => {
@@ -63,7 +114,7 @@ test('hosts file parsing', () => {
 
 async function hostsChain(body: string, next?: StubHandler) {
   const r = await runSetup(plugin, body);
-  for (const fn of r.hooks.startup) await fn();
+  await r.start();
   return { h: r.chain(next), r };
 }
 
@@ -136,7 +187,7 @@ test('hosts file, ttl, no_reverse, inline merged after the file, reload by mtime
   await h.serveDNS(makeRequest('b.example.'), w);
   assert.deepEqual(w.last!.answer.map((x) => x.data), [{ address: '10.0.0.3' }]);
   assert.equal(await entriesOf(file), 3);
-  for (const fn of r.hooks.shutdown) await fn();
+  assert.deepEqual(await r.stop(), []);
 });
 
 async function entriesOf(file: string): Promise<number | undefined> {

@@ -4,10 +4,13 @@ import type { ResourceRecord } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery, replyTo } from '../../wire/message.ts';
-import { setupError, runSetup, makeRequest } from '../pkg/testing.ts';
-import { plugin } from './setup.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { captureLog, parseTable, runSetup, makeRequest } from '../pkg/testing.ts';
+import { parse, plugin } from './setup.ts';
 import { roundRobin, roundRobinWire, reorderPreferred } from './shuffle.ts';
-import { parseCidr } from '../../wire/ip.ts';
+import { parseCidr, type Cidr } from '../../wire/ip.ts';
 import { WeightedRR, parseWeights } from './weighted.ts';
 import { pluginLogger } from '../../core/log.ts';
 
@@ -92,11 +95,68 @@ test('only NOERROR replies are reordered', async () => {
   assert.equal(new Set(replies).size, 1);
 });
 
-test('setup errors use CoreDNS messages', async () => {
-  assert.match(await setupError(plugin, '. {\n loadbalance foo\n}\n'), /plugin\/loadbalance: unknown policy: foo/);
-  assert.match(await setupError(plugin, '. {\n loadbalance weighted\n}\n'), /missing weight file argument/);
-  assert.match(await setupError(plugin, '. {\n loadbalance weighted a b\n}\n'), /unexpected argument\(s\)/);
-  assert.match(await setupError(plugin, '. {\n loadbalance {\n  prefer 10.0.0.0/33\n }\n}\n'), /invalid CIDR "10.0.0.0\/33": invalid CIDR address: 10.0.0.0\/33/);
-  assert.match(await setupError(plugin, '. {\n loadbalance round_robin x\n}\n'), /unknown property for round_robin/);
-  assert.equal(await setupError(plugin, '. {\n loadbalance round_robin {\n  prefer 10.0.0.0/8 fd00::/8\n }\n}\n'), '');
+const cidrs = (...list: string[]): Cidr[] => list.map((c) => parseCidr(c)!);
+const E2 = 'plugin/loadbalance: Corefile:2 - Error during parsing: ';
+const E3 = 'plugin/loadbalance: Corefile:3 - Error during parsing: ';
+
+test('loadbalance parse', async () => {
+  await parseTable('loadbalance', parse, [
+    ['. {\n loadbalance\n}', { weighted: undefined, prefer: [] }],
+    ['. {\n loadbalance round_robin\n}', { weighted: undefined, prefer: [] }],
+    ['. {\n loadbalance round_robin {\n  prefer 10.0.0.0/8 fd00::/8\n  prefer 192.0.2.0/24\n }\n}',
+      { weighted: undefined, prefer: cidrs('10.0.0.0/8', 'fd00::/8', '192.0.2.0/24') }],
+    ['. {\n loadbalance weighted /w\n}', { weighted: { file: '/w', reloadMs: 30000 }, prefer: [] }],
+    ['. {\n loadbalance weighted w {\n  reload 10s\n }\n}', { weighted: { file: 'w', reloadMs: 10000 }, prefer: [] }],
+    ['. {\n loadbalance weighted w {\n  reload 0\n }\n}', { weighted: { file: 'w', reloadMs: 0 }, prefer: [] }],
+    // Every line is read: the last policy wins, prefer subnets add up.
+    ['. {\n loadbalance weighted w\n loadbalance round_robin\n}', { weighted: undefined, prefer: [] }],
+    ['. {\n loadbalance {\n  prefer 10.0.0.0/8\n }\n loadbalance weighted w\n loadbalance {\n  prefer ::/0\n }\n}',
+      { weighted: { file: 'w', reloadMs: 30000 }, prefer: cidrs('10.0.0.0/8', '::/0') }],
+    ['. {\n loadbalance foo\n}', 'plugin/loadbalance: unknown policy: foo'],
+    ['. {\n loadbalance round_robin x\n}', E2 + 'unknown property for round_robin'],
+    ['. {\n loadbalance weighted\n}', E2 + 'missing weight file argument'],
+    ['. {\n loadbalance weighted a b\n}', E2 + 'unexpected argument(s)'],
+    ['. {\n loadbalance weighted w {\n  reload\n }\n}', E3 + 'reload duration value is missing'],
+    ['. {\n loadbalance weighted w {\n  reload 1s 2s\n }\n}', E3 + 'unexpected argument'],
+    ['. {\n loadbalance weighted w {\n  reload soon\n }\n}', E3 + "invalid reload duration 'soon'"],
+    ['. {\n loadbalance weighted w {\n  prefer 10.0.0.0/8\n }\n}', E3 + "unknown property 'prefer'"],
+    ['. {\n loadbalance {\n  prefer 10.0.0.0/33\n }\n}', E3 + 'invalid CIDR "10.0.0.0/33": invalid CIDR address: 10.0.0.0/33'],
+    ['. {\n loadbalance {\n  shuffle\n }\n}', E3 + "unknown property 'shuffle'"],
+  ]);
+});
+
+test('loadbalance weighted: start-up reads the weight file, shutdown stops the reload timer', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-lb-'));
+  const missing = join(dir, 'missing');
+  // Without reload, a weight file that cannot be opened fails the start.
+  let r = await runSetup(plugin, `. {\n loadbalance weighted ${missing} {\n  reload 0\n }\n}`);
+  await assert.rejects(r.start(), { message: 'plugin/loadbalance: weight file open error' });
+  // With reload, it is a warning and the timer tries again.
+  r = await runSetup(plugin, `. {\n loadbalance weighted ${missing} {\n  reload 1m\n }\n}`);
+  const lines = await captureLog(() => r.start());
+  assert.deepEqual(lines, ['[WARNING] plugin/loadbalance: Failed to open weight file:weight file open error. Will try again in 1m0s']);
+  assert.deepEqual(await r.stop(), []);
+  // The weights read at start order the answers.
+  const file = join(dir, 'weights');
+  writeFileSync(file, 'w.example\n10.0.0.1 100\n10.0.0.2 1\n');
+  r = await runSetup(plugin, `. {\n loadbalance weighted ${file}\n}`);
+  await r.start();
+  const chain = r.chain({
+    name: 'answer',
+    serveDNS(req, w) {
+      const m = replyTo(req.msg);
+      m.answer = [a('w.example.', '10.0.0.2'), a('w.example.', '10.0.0.1')];
+      w.writeMsg(m);
+      return 0;
+    },
+  });
+  let first1 = 0;
+  for (let i = 0; i < 200; i++) {
+    await chain.serveDNS(makeRequest('w.example.'), {
+      writeMsg: (m) => { if ((m.answer[0]!.data as { address: string }).address === '10.0.0.1') first1++; },
+      writeWire() {},
+    });
+  }
+  assert.ok(first1 > 170, `weight 100 vs 1 chosen first ${first1}/200`);
+  assert.deepEqual(await r.stop(), []);
 });

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plugin } from './setup.ts';
-import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, setupError, settle } from '../pkg/testing.ts';
+import { COMBINED_LOG_FORMAT, COMMON_LOG_FORMAT, DEFAULT_LOG_FORMAT, parse, plugin } from './setup.ts';
+import { ResponseClass } from '../pkg/response.ts';
+import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { PluginError } from '../plugin.ts';
@@ -37,12 +38,28 @@ async function linesFor(corefile: string, names: string[], last: Handler = answe
 
 const strip = (l: string): string => l.replace(/ [0-9.]+s$/, ' D');
 
-test('log setup errors', async () => {
-  assert.equal(await setupError(plugin, '. {\n log . {\n  class nope\n }\n}'), 'plugin/log: invalid Class: nope');
-  assert.equal(await setupError(plugin, '. {\n log . {\n  foo\n }\n}'),
-    "plugin/log: Corefile:3 - Error during parsing: unknown property 'foo'");
-  assert.equal(await setupError(plugin, '. {\n log . {\n  class\n }\n}'),
-    "plugin/log: Corefile:3 - Error during parsing: Wrong argument count or unexpected line ending after 'class'");
+const ALL: ReadonlySet<number> = new Set([ResponseClass.All]);
+
+test('log parse', async () => {
+  await parseTable('log', parse, [
+    ['. {\n log\n}', { rules: [{ nameScope: '.', format: DEFAULT_LOG_FORMAT, classes: ALL }] }],
+    ['. {\n log Example.org\n}', { rules: [{ nameScope: 'Example.org.', format: DEFAULT_LOG_FORMAT, classes: ALL }] }],
+    ['. {\n log a.org b.org.\n}', {
+      rules: [{ nameScope: 'a.org.', format: DEFAULT_LOG_FORMAT, classes: ALL }, { nameScope: 'b.org.', format: DEFAULT_LOG_FORMAT, classes: ALL }],
+    }],
+    ['. {\n log . "{name} {type}"\n}', { rules: [{ nameScope: '.', format: '{name} {type}', classes: ALL }] }],
+    ['. {\n log . "{common}"\n log a. "{combined} x"\n}', {
+      rules: [{ nameScope: '.', format: COMMON_LOG_FORMAT, classes: ALL }, { nameScope: 'a.', format: COMBINED_LOG_FORMAT + ' x', classes: ALL }],
+    }],
+    // One argument is a name scope, even with a brace in it.
+    ['. {\n log "{name}"\n}', { rules: [{ nameScope: '{name}.', format: DEFAULT_LOG_FORMAT, classes: ALL }] }],
+    ['. {\n log {\n  class denial error\n  class success\n }\n}', {
+      rules: [{ nameScope: '.', format: DEFAULT_LOG_FORMAT, classes: new Set([ResponseClass.Denial, ResponseClass.Error, ResponseClass.Success]) }],
+    }],
+    ['. {\n log . {\n  class nope\n }\n}', 'plugin/log: invalid Class: nope'],
+    ['. {\n log . {\n  foo\n }\n}', "plugin/log: Corefile:3 - Error during parsing: unknown property 'foo'"],
+    ['. {\n log . {\n  class\n }\n}', "plugin/log: Corefile:3 - Error during parsing: Wrong argument count or unexpected line ending after 'class'"],
+  ]);
 });
 
 test('log default format', async () => {

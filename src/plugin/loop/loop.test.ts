@@ -1,20 +1,72 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plugin } from './setup.ts';
+import { createSocket } from 'node:dgram';
+import { parse, plugin } from './setup.ts';
+import { DEFAULT_GUARD_OPTIONS } from './guard.ts';
+import { decodeMessage } from '../../wire/decode.ts';
+import { encodeMessage } from '../../wire/encode.ts';
+import { replyTo } from '../../wire/message.ts';
+import type { Message } from '../../wire/types.ts';
 import { Loop, fatalMessage, probeQname } from './loop.ts';
-import { runSetup, setupError, makeRequest, CaptureWriter, StubHandler } from '../pkg/testing.ts';
+import { parseTable, runSetup, makeRequest, CaptureWriter, StubHandler } from '../pkg/testing.ts';
 import { BlockIdentity, decodeTrace, encodeTrace, classifyAddress, canonicalIp, serverSecret, splitAddr } from '../pkg/loopguard.ts';
 
 const next = new StubHandler('forward', () => 0);
 
-test('setup: `loop` ok, `loop argument` ArgErr, twice ErrOnce, block options validated', async () => {
-  await runSetup(plugin, '. {\n loop\n}\n');
-  assert.match(await setupError(plugin, '. {\n loop argument\n}\n'), /Wrong argument count or unexpected line ending after 'argument'/);
-  assert.equal(await setupError(plugin, '. {\n loop\n loop\n}\n'), 'plugin/loop: this plugin can only be used once per Server Block');
-  await runSetup(plugin, '. {\n loop {\n }\n}\n');
-  await runSetup(plugin, '. {\n loop {\n  action exit\n  max_hops 4\n  probe_interval 0\n  recheck 2s\n  trace off\n  readiness off\n }\n}\n');
-  assert.match(await setupError(plugin, '. {\n loop {\n  action maybe\n }\n}\n'), /action must be contain or exit/);
-  assert.match(await setupError(plugin, '. {\n loop {\n  bogus\n }\n}\n'), /unknown property 'bogus'/);
+const G = DEFAULT_GUARD_OPTIONS;
+const E3 = 'plugin/loop: Corefile:3 - Error during parsing: ';
+
+test('loop parse', async () => {
+  await parseTable('loop', parse, [
+    ['. {\n loop\n}', { guard: undefined }],
+    ['. {\n loop {\n }\n}', { guard: G }],
+    ['. {\n loop {\n  action exit\n  max_hops 4\n  probe_interval 0\n  recheck 2s\n  trace off\n  readiness off\n }\n}', {
+      guard: { ...G, action: 'exit', maxHops: 4, probeIntervalMs: 0, recheckMs: 2000, trace: false, readiness: false },
+    }],
+    ['. {\n loop {\n  action contain\n  max_hops 255\n  probe_interval 1m\n  trace on\n  readiness on\n }\n}', {
+      guard: { ...G, maxHops: 255, probeIntervalMs: 60_000 },
+    }],
+    // `{}` is one token (caddy's lexer), an argument.
+    ['. {\n loop {}\n}', "plugin/loop: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after '{}'"],
+    ['. {\n loop argument\n}', "plugin/loop: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'argument'"],
+    ['. {\n loop\n loop\n}', 'plugin/loop: this plugin can only be used once per Server Block'],
+    ['. {\n loop {\n  action\n }\n}', E3 + "Wrong argument count or unexpected line ending after 'action'"],
+    ['. {\n loop {\n  action maybe\n }\n}', E3 + "action must be contain or exit, got 'maybe'"],
+    ['. {\n loop {\n  max_hops 1\n }\n}', E3 + "max_hops must be an integer from 2 to 255, got '1'"],
+    ['. {\n loop {\n  max_hops 2.5\n }\n}', E3 + "max_hops must be an integer from 2 to 255, got '2.5'"],
+    // A negative probe_interval counts as 0 (toMillis clamps it before the check).
+    ['. {\n loop {\n  probe_interval -1s\n }\n}', { guard: { ...G, probeIntervalMs: 0 } }],
+    ['. {\n loop {\n  recheck -1s\n }\n}', E3 + "invalid duration '-1s'"],
+    ['. {\n loop {\n  recheck 0\n }\n}', E3 + "invalid duration '0'"],
+    ['. {\n loop {\n  recheck soon\n }\n}', E3 + 'time: invalid duration "soon"'],
+    ['. {\n loop {\n  trace maybe\n }\n}', E3 + "expected on or off, got 'maybe'"],
+    ['. {\n loop {\n  readiness on off\n }\n}', E3 + "Wrong argument count or unexpected line ending after 'off'"],
+    ['. {\n loop {\n  bogus\n }\n}', E3 + "unknown property 'bogus'"],
+  ]);
+});
+
+test('loop start-up sends its probe to the block\'s own address; the answered probe disables counting', async () => {
+  const sock = createSocket('udp4');
+  await new Promise<void>((res) => { sock.bind(0, '127.0.0.1', res); });
+  const port = sock.address().port;
+  const probe = new Promise<Message>((res) => {
+    sock.once('message', (b, rinfo) => {
+      const q = decodeMessage(b);
+      sock.send(encodeMessage(replyTo(q)), rinfo.port, rinfo.address);
+      res(q);
+    });
+  });
+  // No bind: the probe goes to the wildcard address, which dials the local machine (as Go's net.Dial does).
+  const r = await runSetup(plugin, `.:${port} {\n loop\n}`);
+  try {
+    await r.start();
+    const q = await probe;
+    assert.equal(q.question[0]!.type, 13);
+    assert.match(q.question[0]!.name, /^\d{1,19}\.\d{1,19}\.$/);
+  } finally {
+    assert.deepEqual(await r.stop(), []);
+    sock.close();
+  }
 });
 
 test('Loop (CoreDNS mode): counting, non-HINFO, disabled, zone mismatch, probe name shape', async () => {

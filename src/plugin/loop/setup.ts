@@ -9,8 +9,9 @@ import { serverSecret } from '../pkg/loopguard.ts';
 
 const ERR_ONCE = 'plugin/loop: this plugin can only be used once per Server Block';
 
-export interface ParsedLoop {
-  /** undefined: plain `loop` (CoreDNS mode). */
+/** What `loop` or `loop { ... }` configures. */
+export interface LoopOptions {
+  /** The loop guard's settings (`loop { ... }`, defaults filled in); undefined: plain `loop` (CoreDNS mode). */
   guard: GuardOptions | undefined;
 }
 
@@ -31,7 +32,8 @@ function durationMs(c: SetupContext, v: string, zeroOk: boolean): number {
   return ms;
 }
 
-export function parseLoop(c: SetupContext): ParsedLoop {
+/** Reads the block's `loop` directive (once per block). */
+export function parse(c: SetupContext): LoopOptions {
   const d = c.dispenser;
   let i = 0;
   let guard: GuardOptions | undefined;
@@ -80,7 +82,7 @@ export function parseLoop(c: SetupContext): ParsedLoop {
 export const plugin: PluginDefinition = {
   name: 'loop',
   setup(c) {
-    const { guard } = parseLoop(c);
+    const { guard } = parse(c);
     const cfg = c.config;
     if (guard === undefined) {
       const l = new Loop(cfg.zones[0] ?? '.', c.log);

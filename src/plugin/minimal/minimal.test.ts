@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plugin } from './setup.ts';
-import { CaptureWriter, StubHandler, makeRequest, runSetup, setupError, settle } from '../pkg/testing.ts';
+import { parse, plugin } from './setup.ts';
+import { CaptureWriter, StubHandler, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { replyTo } from '../../wire/message.ts';
 import { PluginError } from '../plugin.ts';
 import type { Message } from '../../wire/types.ts';
@@ -27,10 +27,13 @@ async function through(reply: (m: Message) => void, rc = 0) {
   return { r, w };
 }
 
-test('minimal setup', async () => {
-  assert.equal(await setupError(plugin, '. {\n minimal\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n minimal yes\n}'),
-    "plugin/minimal: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'yes'");
+test('minimal parse', async () => {
+  await parseTable('minimal', parse, [
+    ['. {\n minimal\n}', {}],
+    // Only the first line of a block is read (CoreDNS).
+    ['. {\n minimal\n minimal yes\n}', {}],
+    ['. {\n minimal yes\n}', "plugin/minimal: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'yes'"],
+  ]);
 });
 
 test('minimal strips authority and additional (and OPT) of positive answers', async () => {

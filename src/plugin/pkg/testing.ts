@@ -3,13 +3,14 @@
 // server uses, without opening sockets), build requests by hand, record what a
 // handler writes, capture log lines. Not used at run time.
 
+import assert from 'node:assert/strict';
 import { Instance } from '../../core/instance.ts';
 import { PluginRegistry } from '../../core/registry.ts';
 import { COREDNS_DIRECTIVES } from '../../core/directives.ts';
 import { setLogSink } from '../../core/log.ts';
 import { Request, type Transport } from '../../core/request.ts';
 import type {
-  BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter,
+  BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter, SetupContext,
 } from '../plugin.ts';
 import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -32,7 +33,11 @@ export interface SetupResult {
   };
   /** The handler chain built from the factories, ending in `last` (if given). */
   chain(last?: Handler): Handler;
-  /** Run the startup hooks (as the server does before opening its sockets). */
+  /**
+   * Start as the server does, without sockets: the startup hooks (run before
+   * the sockets open), then the instance-startup hooks (run once it serves).
+   * Throws the first error of a hook.
+   */
   start(): Promise<void>;
   /** Run the shutdown and final-shutdown hooks; returns their errors. */
   stop(): Promise<Error[]>;
@@ -75,6 +80,8 @@ export async function runSetup(def: PluginDefinition, corefile: string): Promise
     async start() {
       const errors = await instance.runHooks('startup');
       if (errors.length > 0) throw errors[0];
+      const later = await instance.runHooks('instanceStartup');
+      if (later.length > 0) throw later[0];
     },
     async stop() {
       const errors = await instance.runHooks('shutdown');
@@ -93,6 +100,89 @@ export async function setupError(def: PluginDefinition, corefile: string): Promi
     return e instanceof Error ? e.message : String(e);
   }
   return '';
+}
+
+/**
+ * Run only a plugin's `parse` on `corefile`, through the real setup context
+ * (as `runSetup` does, so an error comes prefixed `plugin/<name>: ` with the
+ * file:line the server reports). Returns the options parsed for the first
+ * block in which the directive appears.
+ */
+export async function parseOptions<T>(name: string, parse: (c: SetupContext) => T, corefile: string): Promise<T> {
+  let out: { options: T } | undefined;
+  await runSetup({
+    name,
+    setup(c) {
+      const options = parse(c);
+      out ??= { options };
+    },
+  }, corefile);
+  if (out === undefined) throw new Error(`no block of the Corefile has the ${name} directive`);
+  return out.options;
+}
+
+/**
+ * One row of a parse table: a Corefile and what parsing it gives: the options
+ * (see ParseTableOptions for how they compare), or the error the server
+ * reports, as exact text (a string) or a pattern.
+ */
+export type ParseRow<V> = readonly [corefile: string, expected: V | string | RegExp];
+
+export interface ParseTableOptions<T, V> {
+  /** What of the options a row compares (default: the options themselves). */
+  view?: (options: T) => V;
+  /**
+   * Compare only the fields a row names (each one exactly); the others are
+   * not checked. Default false: the whole value must be deep-strict-equal.
+   */
+  partial?: boolean;
+}
+
+/**
+ * Run a table of Corefiles through `parse` (with parseOptions) and check each
+ * row's options or error text. A failing row is reported with its index and Corefile.
+ */
+export async function parseTable<T, V = T>(
+  name: string,
+  parse: (c: SetupContext) => T,
+  rows: readonly ParseRow<NoInfer<Partial<V>>>[],
+  opts: ParseTableOptions<T, V> = {},
+): Promise<void> {
+  for (const [i, [corefile, expected]] of rows.entries()) {
+    try {
+      let got: { options: T } | { error: string };
+      try {
+        got = { options: await parseOptions(name, parse, corefile) };
+      } catch (e) {
+        got = { error: e instanceof Error ? e.message : String(e) };
+      }
+      if (typeof expected === 'string' || expected instanceof RegExp) {
+        assert.ok('error' in got, `expected an error, got options ${inspectValue(got)}`);
+        if (typeof expected === 'string') assert.equal(got.error, expected);
+        else assert.match(got.error, expected);
+        continue;
+      }
+      if ('error' in got) assert.fail(`expected options, got the error: ${got.error}`);
+      const actual: unknown = opts.view ? opts.view(got.options) : got.options;
+      if (opts.partial === true && typeof actual === 'object' && actual !== null) {
+        for (const [k, v] of Object.entries(expected)) {
+          assert.deepStrictEqual((actual as Record<string, unknown>)[k], v, `field ${k}`);
+        }
+      } else {
+        assert.deepStrictEqual(actual, expected);
+      }
+    } catch (e) {
+      throw new Error(`row ${i} ${JSON.stringify(corefile)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    }
+  }
+}
+
+function inspectValue(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x));
+  } catch {
+    return String(v);
+  }
 }
 
 export interface RequestOptions {

@@ -5,7 +5,7 @@
 // localhost:9153, and records every query of its block (handler.ts).
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { ServeChannels, type DroppedEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition } from '../plugin.ts';
+import { ServeChannels, type DroppedEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition, type SetupContext } from '../plugin.ts';
 import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
 import { metricsContentType, metricsText } from '../pkg/metrics.ts';
@@ -102,36 +102,51 @@ class ServeObserver {
   }
 }
 
+/** What `prometheus [ADDRESS] { runtime_metrics }` configures. */
+export interface PrometheusOptions {
+  /** The address /metrics is served on (host:port), DEFAULT_ADDR when none is given. */
+  addr: string;
+}
+
+/**
+ * Reads the block's `prometheus` directive (once per block). `runtime_metrics`
+ * is accepted and has no effect; `tls` is refused (not supported yet).
+ */
+export function parse(c: SetupContext): PrometheusOptions {
+  const d = c.dispenser;
+  let addr = DEFAULT_ADDR;
+  let tlsConfig = '';
+  let i = 0;
+  while (d.next()) {
+    if (i > 0) throw new Error('plugin/prometheus: this plugin can only be used once per Server Block');
+    i++;
+    addr = addressArgument(d, addr);
+    while (d.nextBlock()) {
+      switch (d.val()) {
+        case 'runtime_metrics':
+          // Go runtime metrics have no Node.js counterpart; accepted so Corefiles keep working.
+          if (d.remainingArgs().length !== 0) throw d.argErr();
+          break;
+        case 'tls': {
+          if (tlsConfig !== '') throw d.err('tls block already specified');
+          const rest = d.remainingArgs();
+          if (rest.length !== 1) throw d.argErr();
+          tlsConfig = rest[0]!;
+          // Serving /metrics in plain text when TLS was asked for would be worse than refusing.
+          throw d.err('tls is not supported by nodens yet');
+        }
+        default:
+          throw d.err(`unknown option: ${d.val()}`);
+      }
+    }
+  }
+  return { addr };
+}
+
 export const plugin: PluginDefinition = {
   name: 'prometheus',
   setup(c) {
-    const d = c.dispenser;
-    let addr = DEFAULT_ADDR;
-    let tlsConfig = '';
-    let i = 0;
-    while (d.next()) {
-      if (i > 0) throw new Error('plugin/prometheus: this plugin can only be used once per Server Block');
-      i++;
-      addr = addressArgument(d, addr);
-      while (d.nextBlock()) {
-        switch (d.val()) {
-          case 'runtime_metrics':
-            // Go runtime metrics have no Node.js counterpart; accepted so Corefiles keep working.
-            if (d.remainingArgs().length !== 0) throw d.argErr();
-            break;
-          case 'tls': {
-            if (tlsConfig !== '') throw d.err('tls block already specified');
-            const rest = d.remainingArgs();
-            if (rest.length !== 1) throw d.argErr();
-            tlsConfig = rest[0]!;
-            // Serving /metrics in plain text when TLS was asked for would be worse than refusing.
-            throw d.err('tls is not supported by nodens yet');
-          }
-          default:
-            throw d.err(`unknown option: ${d.val()}`);
-        }
-      }
-    }
+    const { addr } = parse(c);
 
     buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
 

@@ -4,42 +4,55 @@
 // blocks that contain `ready`) says so, else 503 with the sorted names of those
 // that do not; 503 `Shutting down` once shutdown began.
 
-import { isReadiness, type PluginDefinition } from '../plugin.ts';
+import { isReadiness, type PluginDefinition, type SetupContext } from '../plugin.ts';
 import { httpSite, addressArgument } from '../pkg/httpserver.ts';
 import { ReadyList } from './list.ts';
 
 export const DEFAULT_ADDR = ':8181';
 
+/** What `ready [ADDRESS] { monitor until-ready|continuously }` configures. */
+export interface ReadyOptions {
+  /** The address /ready is served on (host:port), DEFAULT_ADDR when none is given. */
+  addr: string;
+  /** `until-ready` (default): a plugin that once said ready is not asked again; `continuously`: asked on every request. */
+  monitor: 'until-ready' | 'continuously';
+}
+
+/** Reads the block's `ready` directive (once per block). */
+export function parse(c: SetupContext): ReadyOptions {
+  const d = c.dispenser;
+  let addr = DEFAULT_ADDR;
+  let monitor: ReadyOptions['monitor'] = 'until-ready';
+  let i = 0;
+  while (d.next()) {
+    if (i > 0) throw new Error('plugin/ready: this plugin can only be used once per Server Block');
+    i++;
+    addr = addressArgument(d, addr);
+    while (d.nextBlock()) {
+      switch (d.val()) {
+        case 'monitor': {
+          const rest = d.remainingArgs();
+          if (rest.length !== 1) throw d.argErr();
+          if (rest[0] === 'until-ready' || rest[0] === 'continuously') monitor = rest[0];
+          else throw d.err(`monitor type '${rest[0]}' not supported`);
+          break;
+        }
+        default:
+          throw d.err(`unknown property '${d.val()}'`);
+      }
+    }
+  }
+  return { addr, monitor };
+}
+
 export const plugin: PluginDefinition = {
   name: 'ready',
   setup(c) {
-    const d = c.dispenser;
-    let addr = DEFAULT_ADDR;
-    let continuously = false;
-    let i = 0;
-    while (d.next()) {
-      if (i > 0) throw new Error('plugin/ready: this plugin can only be used once per Server Block');
-      i++;
-      addr = addressArgument(d, addr);
-      while (d.nextBlock()) {
-        switch (d.val()) {
-          case 'monitor': {
-            const rest = d.remainingArgs();
-            if (rest.length !== 1) throw d.argErr();
-            if (rest[0] === 'until-ready') continuously = false;
-            else if (rest[0] === 'continuously') continuously = true;
-            else throw d.err(`monitor type '${rest[0]}' not supported`);
-            break;
-          }
-          default:
-            throw d.err(`unknown property '${d.val()}'`);
-        }
-      }
-    }
+    const { addr, monitor } = parse(c);
 
     // One list per instance (CoreDNS: process-wide, reset by every setup); the last block's mode wins.
     const list = c.instance.shared('ready/list', () => new ReadyList());
-    list.keepReadiness = continuously;
+    list.keepReadiness = monitor === 'continuously';
 
     const site = httpSite(c);
     site.mount(addr, '/ready', (_req, res) => {

@@ -5,7 +5,7 @@
 // reloads when the hash of the parsed server blocks changed. A failed reload
 // keeps the old configuration and counts in coredns_reload_failed_total.
 
-import type { InstanceServices, PluginDefinition, PluginLogger, ReloadControl } from '../plugin.ts';
+import type { InstanceServices, PluginDefinition, PluginLogger, ReloadControl, SetupContext } from '../plugin.ts';
 import { parseCorefile } from '../../corefile/parser.ts';
 import { serverBlocksSha512 } from '../../corefile/hash.ts';
 import { parseDuration } from '../pkg/duration.ts';
@@ -36,12 +36,16 @@ function stateFor(inst: InstanceServices): LineageState {
   return inst.lineage.store('reload/state', () => ({ intervalNs: DEFAULT_INTERVAL, usage: UNUSED, quit: false }));
 }
 
-/**
- * INTERVAL and JITTER as CoreDNS validates them; returns the effective period:
- * INTERVAL plus an offset drawn uniformly from [-JITTER/2, +JITTER/2), with
- * JITTER capped at INTERVAL/2.
- */
-export function period(args: readonly string[], random: () => number = Math.random): bigint {
+/** What `reload [INTERVAL] [JITTER]` configures. */
+export interface ReloadOptions {
+  /** How often the Corefile is checked, in nanoseconds (default 30s, at least 2s). */
+  interval: bigint;
+  /** The spread around INTERVAL, in nanoseconds (default 15s; 0 or at least 1s), capped at INTERVAL/2. */
+  jitter: bigint;
+}
+
+/** INTERVAL and JITTER as CoreDNS validates them (the errors are CoreDNS's). */
+function intervalAndJitter(args: readonly string[]): ReloadOptions {
   let i = DEFAULT_INTERVAL;
   if (args.length > 0) i = parseDuration(args[0]!);
   if (i < MIN_INTERVAL) throw new Error('interval value must be greater or equal to 2s');
@@ -49,8 +53,33 @@ export function period(args: readonly string[], random: () => number = Math.rand
   if (args.length > 1) j = parseDuration(args[1]!);
   if (j !== 0n && j < MIN_JITTER) throw new Error('jitter value must be 0 or greater or equal to 1s');
   if (j > 0n && j > i / 2n) j = i / 2n;
+  return { interval: i, jitter: j };
+}
+
+/** The effective period: INTERVAL plus an offset drawn uniformly from [-JITTER/2, +JITTER/2). */
+function periodOf(o: ReloadOptions, random: () => number): bigint {
+  let i = o.interval;
+  const j = o.jitter;
   if (j > 0n) i += BigInt(Math.floor(random() * Number(j))) - j / 2n;
   return i;
+}
+
+/**
+ * INTERVAL and JITTER as CoreDNS validates them; returns the effective period:
+ * INTERVAL plus an offset drawn uniformly from [-JITTER/2, +JITTER/2), with
+ * JITTER capped at INTERVAL/2.
+ */
+export function period(args: readonly string[], random: () => number = Math.random): bigint {
+  return periodOf(intervalAndJitter(args), random);
+}
+
+/** Reads `reload [INTERVAL] [JITTER]`; only the first `reload` line of a block is read, as in CoreDNS. */
+export function parse(c: SetupContext): ReloadOptions {
+  const d = c.dispenser;
+  d.next(); // 'reload'
+  const args = d.remainingArgs();
+  if (args.length > 2) throw d.argErr();
+  return intervalAndJitter(args);
 }
 
 /** The hash CoreDNS logs and compares: SHA-512 of the parsed server blocks. */
@@ -133,11 +162,7 @@ class Watcher {
 export const plugin: PluginDefinition = {
   name: 'reload',
   setup(c) {
-    const d = c.dispenser;
-    d.next(); // 'reload': only the first line of a block is read
-    const args = d.remainingArgs();
-    if (args.length > 2) throw d.argErr();
-    const p = period(args);
+    const p = periodOf(parse(c), Math.random);
 
     const state = stateFor(c.instance);
     state.intervalNs = p;

@@ -1,14 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { plugin } from './setup.ts';
-import { CaptureWriter, makeRequest, runSetup, setupError, settle } from '../pkg/testing.ts';
+import { parse, plugin } from './setup.ts';
+import { CaptureWriter, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 
-test('whoami setup', async () => {
-  assert.equal(await setupError(plugin, '. {\n whoami\n}'), '');
-  assert.equal(await setupError(plugin, '. {\n whoami x\n}'),
-    "plugin/whoami: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'x'");
-  assert.equal(await setupError(plugin, '. {\n whoami {\n }\n}'),
-    "plugin/whoami: Corefile:2 - Error during parsing: Unexpected token '{', expecting argument");
+test('whoami parse', async () => {
+  await parseTable('whoami', parse, [
+    ['. {\n whoami\n}', {}],
+    // Only the first line of a block is read (CoreDNS).
+    ['. {\n whoami\n whoami x\n}', {}],
+    ['. {\n whoami x\n}', "plugin/whoami: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'x'"],
+    ['. {\n whoami {\n }\n}', "plugin/whoami: Corefile:2 - Error during parsing: Unexpected token '{', expecting argument"],
+  ]);
 });
 
 test('whoami answers with the client address (IPv4, UDP)', async () => {
