@@ -811,3 +811,28 @@ test('coredns_cache_prefetch_total counts serve_stale immediate refreshes too', 
   assert.equal(h.stub.calls, 2);
   assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
 });
+
+test('serve_stale verify: a truncated reply, one for another question or an OtherError NXDOMAIN is discarded; the stale entry is served', async () => {
+  let mode: 'ok' | 'tc' | 'wrongq' | 'nxanswer' = 'ok';
+  const h = await setup('vbad.example {\n cache {\n  serve_stale 1h verify\n }\n}', (req, w) => {
+    const n = req.qname;
+    switch (mode) {
+      case 'ok': w.writeMsg(build(req.msg, { answer: [a(n, 10)] })); break;
+      case 'tc': w.writeMsg(build(req.msg, { tc: true, answer: [a(n, 10, '192.0.2.9')] })); break;
+      case 'wrongq': w.writeMsg(build(req.msg, { qname: 'other.vbad.example.', answer: [a('other.vbad.example.', 10, '192.0.2.9')] })); break;
+      case 'nxanswer': w.writeMsg(build(req.msg, { rcode: 3, answer: [a(n, 10, '192.0.2.9')], authority: [soa(10, 10)] })); break;
+    }
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'vbad.example.' };
+  const first = await h.ask('a.vbad.example.');
+  for (const m of ['tc', 'wrongq', 'nxanswer'] as const) {
+    mode = m;
+    h.advance(20000);
+    const before = h.stub.calls;
+    const { w } = await h.exchange('a.vbad.example.', { id: 5 });
+    assert.equal(h.stub.calls, before + 1, `${m}: asked first`);
+    assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 5, aa: true })], `${m}: only the stale entry is written`);
+  }
+  assert.equal(await metric('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
+});

@@ -536,7 +536,7 @@ export class CacheWriter implements ResponseWriter {
   private readonly ad: boolean;
   /** undefined: a background refresh, nothing goes to a client. */
   private readonly inner: ResponseWriter | undefined;
-  /** serve_stale verify: only NOERROR/NXDOMAIN replies are taken. */
+  /** serve_stale verify: only complete NOERROR/NXDOMAIN replies for the question are taken. */
   verify = false;
   /** verify timed out: the reply only fills the cache. */
   late = false;
@@ -568,14 +568,18 @@ export class CacheWriter implements ResponseWriter {
   }
 
   private process(res: Message, wire: Uint8Array | undefined): void {
-    if (this.verify) {
-      if (res.rcode !== 0 && res.rcode !== 3) return; // not a usable refresh: the stale entry is served
-      this.refreshed = !this.late;
-    }
     const c = this.c;
     const o = c.o;
     const now = c.now();
     let mt = typify(res, Math.floor(now / 1000));
+    if (this.verify) {
+      // Not a usable refresh (CoreDNS verifyStaleResponseWriter): dropped unseen, the stale entry is served.
+      this.refreshed = false;
+      if (res.tc || !this.matches(res)) return;
+      if (mt === ResponseType.OtherError || mt === ResponseType.Meta || mt === ResponseType.Update) return;
+      if (res.rcode !== 0 && res.rcode !== 3) return;
+      this.refreshed = !this.late;
+    }
     let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
     if (cacheable && mt === ResponseType.NameError && !hasSoa(res.authority)) cacheable = false;
     if (cacheable && mt === ResponseType.NoError && res.answer.length > 0 && !answersQuestion(res)) {
