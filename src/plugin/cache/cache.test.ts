@@ -836,3 +836,39 @@ test('serve_stale verify: a truncated reply, one for another question or an Othe
   }
   assert.equal(await metric('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
 });
+
+test('serve_stale verify with prefer_positive: only a usable positive answer is sent; an NXDOMAIN or SERVFAIL is cached, the stale answer served', async () => {
+  let mode: 'ok' | 'nx' | 'servfail' | 'new' = 'ok';
+  const h = await setup('vpp.example {\n cache {\n  serve_stale 1h verify\n  serve_stale_policy prefer_positive\n }\n}', (req, w) => {
+    switch (mode) {
+      case 'ok': w.writeMsg(build(req.msg, { answer: [a(req.qname, 10)] })); break;
+      case 'new': w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, '192.0.2.2')] })); break;
+      case 'nx': w.writeMsg(build(req.msg, { rcode: 3, authority: [soa(60, 60)] })); break;
+      case 'servfail': w.writeMsg(build(req.msg, { rcode: 2 })); break;
+    }
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'vpp.example.' };
+  const first = await h.ask('a.vpp.example.');
+  mode = 'nx';
+  h.advance(20000);
+  const { w } = await h.exchange('a.vpp.example.', { id: 3 });
+  assert.equal(h.stub.calls, 2, 'asked first');
+  assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 3, aa: true })], 'the stale positive answer, not the NXDOMAIN');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'the NXDOMAIN was cached');
+  assert.deepEqual(await h.ask('a.vpp.example.', { id: 4 }), withTtl(first, 0, { id: 4, aa: true }), 'the stale positive entry still wins');
+  assert.equal(h.stub.calls, 3, 'and is verified again');
+
+  mode = 'ok';
+  await h.ask('b.vpp.example.');
+  mode = 'servfail';
+  h.advance(20000);
+  assert.equal((await h.ask('b.vpp.example.')).rcode, 0, 'SERVFAIL not sent');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 2, 'but cached');
+
+  mode = 'new';
+  const fresh = await h.ask('a.vpp.example.');
+  assert.equal(addr(fresh), '192.0.2.2', 'a usable positive answer is sent');
+  assert.equal(fresh.aa, false);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
+});

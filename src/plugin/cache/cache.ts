@@ -391,9 +391,9 @@ export class Cache implements Handler {
     item.refreshing = true;
     cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
-    // A stale refresh only takes NOERROR/NXDOMAIN (CoreDNS doPrefetch uses its verify writer), so an
-    // upstream failure leaves the stale entry in place; with prefer_positive that writer caches every reply.
-    if (!prefetch && !this.o.preferPositive) cw.verify = true;
+    // A stale refresh goes through the verify writer (CoreDNS doPrefetch), so an upstream failure leaves
+    // the stale entry in place; with prefer_positive that writer caches every complete reply.
+    if (!prefetch) cw.verify = true;
     const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
@@ -536,7 +536,10 @@ export class CacheWriter implements ResponseWriter {
   private readonly ad: boolean;
   /** undefined: a background refresh, nothing goes to a client. */
   private readonly inner: ResponseWriter | undefined;
-  /** serve_stale verify: only complete NOERROR/NXDOMAIN replies for the question are taken. */
+  /**
+   * serve_stale verify: only complete NOERROR/NXDOMAIN replies for the question are taken; with
+   * prefer_positive only a positive answer, other complete replies being cached without being sent.
+   */
   verify = false;
   /** verify timed out: the reply only fills the cache. */
   late = false;
@@ -572,13 +575,20 @@ export class CacheWriter implements ResponseWriter {
     const o = c.o;
     const now = c.now();
     let mt = typify(res, Math.floor(now / 1000));
+    let send = true;
     if (this.verify) {
       // Not a usable refresh (CoreDNS verifyStaleResponseWriter): dropped unseen, the stale entry is served.
       this.refreshed = false;
       if (res.tc || !this.matches(res)) return;
-      if (mt === ResponseType.OtherError || mt === ResponseType.Meta || mt === ResponseType.Update) return;
-      if (res.rcode !== 0 && res.rcode !== 3) return;
-      this.refreshed = !this.late;
+      if (o.preferPositive) {
+        // Only a positive answer to the question refreshes; anything else is cached but not sent.
+        if (mt === ResponseType.NoError && res.answer.length > 0 && answersQuestion(res)) this.refreshed = !this.late;
+        else send = false;
+      } else {
+        if (mt === ResponseType.OtherError || mt === ResponseType.Meta || mt === ResponseType.Update) return;
+        if (res.rcode !== 0 && res.rcode !== 3) return;
+        this.refreshed = !this.late;
+      }
     }
     let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
     if (cacheable && mt === ResponseType.NameError && !hasSoa(res.authority)) cacheable = false;
@@ -602,7 +612,7 @@ export class CacheWriter implements ResponseWriter {
       }
     }
     const inner = this.inner;
-    if (inner === undefined || this.late) return;
+    if (inner === undefined || this.late || !send) return;
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
     if (wire !== undefined) {
