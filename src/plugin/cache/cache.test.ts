@@ -872,3 +872,28 @@ test('serve_stale verify with prefer_positive: only a usable positive answer is 
   assert.equal(fresh.aa, false);
   assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
 });
+
+test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new entry (AA=1, its remaining TTL), as CoreDNS does', async () => {
+  let n = 0;
+  const h = await setup('vin.example {\n cache {\n  serve_stale 1h verify 1s\n }\n}', () => 0);
+  h.fn = (req, w) => {
+    n++;
+    if (req.msg.edns !== undefined) req.addExtendedError({ code: 15, data: new Uint8Array([0, 0]) });
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, `192.0.2.${n}`)], ra: false }));
+    h.advance(2000); // the refresh ends two seconds (of the cache's clock) after the reply was stored
+    return 0;
+  };
+  await h.ask('a.vin.example.');
+  h.advance(20000);
+  const { req, w, rc } = await h.exchange('a.vin.example.', { id: 6 });
+  assert.equal(h.stub.calls, 2);
+  assert.equal(rc, 0);
+  const upstream = build(req.msg, { answer: [a('a.vin.example.', 10, '192.0.2.2')], ra: false });
+  assert.deepEqual(w.msgs, [withTtl(upstream, 8, { id: 6, aa: true })], 'toMsg of the new item: AA=1, TTL 10 - 2');
+
+  await h.exchange('e.vin.example.', { edns: {} });
+  h.advance(20000);
+  const e = await h.exchange('e.vin.example.', { edns: {} });
+  assert.equal(e.w.msgs.length, 1);
+  assert.equal(e.req.extendedErrors?.length, 1, 'the refresh\'s Extended DNS Error is not added twice');
+});

@@ -345,8 +345,8 @@ export class Cache implements Handler {
   }
 
   /** Build the reply for `req` from the stored bytes. */
-  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean): void {
-    if (item.extendedErrors !== undefined && req.msg.edns !== undefined) {
+  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, replayEde = true): void {
+    if (replayEde && item.extendedErrors !== undefined && req.msg.edns !== undefined) {
       for (const e of item.extendedErrors) req.addExtendedError(e);
     }
     const src = item.wire;
@@ -431,6 +431,7 @@ export class Cache implements Handler {
     }
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
     crr.verify = true;
+    crr.hold = this.o.verifyTimeoutMs > 0;
     const r = req.derive({ msg: { ...req.msg, ad: true } });
     item.refreshing = true;
     let run: Promise<number>;
@@ -452,9 +453,16 @@ export class Cache implements Handler {
         crr.late = true; // the refresh goes on in the background and only fills the cache
         return serveStale();
       }
-    } else {
-      await settled;
+      if (!crr.refreshed) return serveStale();
+      // CoreDNS verifyWithTimeout: the client gets the new entry as a hit would show it (AA=1, its
+      // remaining TTL); the refresh already attached its Extended DNS Errors to the request.
+      const s = crr.stored;
+      if (s !== undefined) this.writeHit(req, w, s, this.o.keepttl ? s.origTtl : s.ttl(this.now()), doBit, ad, false);
+      else if (crr.held instanceof Uint8Array) w.writeWire(crr.held);
+      else if (crr.held !== undefined) w.writeMsg(crr.held);
+      return 0;
     }
+    await settled;
     if (crr.refreshed) return 0;
     return serveStale();
   }
@@ -543,6 +551,9 @@ export class CacheWriter implements ResponseWriter {
   verify = false;
   /** verify timed out: the reply only fills the cache. */
   late = false;
+  /** verify with VERIFY_TIMEOUT: the reply for the client is kept in `held`, verify() writes it. */
+  hold = false;
+  held: Buffer | Message | undefined;
   refreshed = false;
   stored: Item | undefined;
 
@@ -604,7 +615,7 @@ export class CacheWriter implements ResponseWriter {
 
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
-        const prefetch = this.inner === undefined || (this.verify && o.verifyTimeoutMs > 0);
+        const prefetch = this.inner === undefined || this.hold;
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
@@ -626,14 +637,16 @@ export class CacheWriter implements ResponseWriter {
         }
         for (const off of s.ttls) writeTtl(out, off, duration);
         if (clearAd) out[3] = out[3]! & ~0x20;
-        inner.writeWire(out);
+        if (this.hold) this.held = out;
+        else inner.writeWire(out);
         return;
       }
     }
     for (const sec of [res.answer, res.authority, res.additional]) for (const rr of sec) rr.ttl = duration;
     if (clearAd) res.ad = false;
     res.edns = undefined;
-    inner.writeMsg(res);
+    if (this.hold) this.held = res;
+    else inner.writeMsg(res);
   }
 
   /** request.Match: one question, same name (case-insensitive), type and class; a response. */
