@@ -897,3 +897,24 @@ test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new
   assert.equal(e.w.msgs.length, 1);
   assert.equal(e.req.extendedErrors?.length, 1, 'the refresh\'s Extended DNS Error is not added twice');
 });
+
+test('a failed prefetch does not hold back the stale refresh of the entry (FAILURE_RECHECK is for stale refreshes)', async () => {
+  let fail = false;
+  const h = await setup('pff.example {\n cache {\n  serve_stale 1h immediate 0s 5m\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    if (fail) throw new PluginError(2, 'upstream down');
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  await h.ask('a.pff.example.');
+  fail = true;
+  h.advance(60000);
+  await h.ask('a.pff.example.'); // TTL 40 ≤ 50: prefetch, which fails
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  fail = false;
+  h.advance(41000); // stale
+  assert.deepEqual(ttls(await h.ask('a.pff.example.')), [0]);
+  await tick();
+  assert.equal(h.stub.calls, 3, 'the stale refresh is tried');
+  assert.deepEqual(ttls(await h.ask('a.pff.example.')), [100]);
+});

@@ -397,10 +397,9 @@ export class Cache implements Handler {
     const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
-      if (cw.stored === undefined) {
-        item.failedAt = this.now();
-        return;
-      }
+      // Only a failed stale refresh delays the next one; anything else clears it (CoreDNS endRefresh).
+      item.failedAt = prefetch || cw.stored !== undefined ? 0 : this.now();
+      if (cw.stored === undefined) return;
       // Keep the popularity gathered so far (CoreDNS Freq.Reset).
       cw.stored.hits = item.hits;
       cw.stored.last = this.now();
