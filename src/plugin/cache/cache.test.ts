@@ -918,3 +918,31 @@ test('a failed prefetch does not hold back the stale refresh of the entry (FAILU
   assert.equal(h.stub.calls, 3, 'the stale refresh is tried');
   assert.deepEqual(ttls(await h.ask('a.pff.example.')), [100]);
 });
+
+test('FAILURE_RECHECK: a stale refresh the writer accepts counts as done even when nothing is stored (disable success), also after VERIFY_TIMEOUT', async () => {
+  for (const mode of ['immediate 0s 5m', 'verify 30ms 0s 5m']) {
+    let positive = false;
+    let hold: (() => void) | undefined;
+    const h = await setup(`. {\n cache {\n  serve_stale 1h ${mode}\n  disable success\n }\n}`, (req, w) => {
+      if (!positive) {
+        w.writeMsg(build(req.msg, { rcode: 3, authority: [soa(10, 10)] }));
+        return 0;
+      }
+      const reply = build(req.msg, { answer: [a(req.qname, 10)] });
+      return new Promise<number>((resolve) => { hold = () => { w.writeMsg(reply); resolve(0); }; });
+    });
+    await h.ask('nx.example.');
+    positive = true;
+    h.advance(20000);
+    assert.equal((await h.ask('nx.example.')).rcode, 3, `${mode}: the stale NXDOMAIN`);
+    await tick();
+    assert.equal(h.stub.calls, 2, `${mode}: refresh started`);
+    hold!();
+    await tick();
+    assert.equal((await h.ask('nx.example.')).rcode, 3, `${mode}: the NOERROR was not cached`);
+    await tick();
+    assert.equal(h.stub.calls, 3, `${mode}: no FAILURE_RECHECK delay, refreshed again`);
+    hold!();
+    await tick();
+  }
+});

@@ -398,8 +398,10 @@ export class Cache implements Handler {
     const done = (): void => {
       item.refreshing = false;
       // Only a failed stale refresh delays the next one; anything else clears it (CoreDNS endRefresh).
-      item.failedAt = prefetch || cw.stored !== undefined ? 0 : this.now();
-      if (cw.stored === undefined) return;
+      // A stale refresh succeeds when the verify writer takes the reply, whether or not it was stored.
+      const refreshed = prefetch || cw.refreshed;
+      item.failedAt = refreshed ? 0 : this.now();
+      if (!refreshed || cw.stored === undefined) return;
       // Keep the popularity gathered so far (CoreDNS Freq.Reset).
       cw.stored.hits = item.hits;
       cw.stored.last = this.now();
@@ -441,7 +443,7 @@ export class Cache implements Handler {
     }
     const settled = run.then(() => true, () => true).finally(() => {
       item.refreshing = false;
-      if (!crr.refreshed) item.failedAt = this.now();
+      item.failedAt = crr.refreshed ? 0 : this.now(); // a reply taken after the timeout counts too
     });
     if (this.o.verifyTimeoutMs > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -553,6 +555,7 @@ export class CacheWriter implements ResponseWriter {
   /** verify with VERIFY_TIMEOUT: the reply for the client is kept in `held`, verify() writes it. */
   hold = false;
   held: Buffer | Message | undefined;
+  /** verify: the last reply was taken as a refresh (stored or not, in time or not). */
   refreshed = false;
   stored: Item | undefined;
 
@@ -592,12 +595,12 @@ export class CacheWriter implements ResponseWriter {
       if (res.tc || !this.matches(res)) return;
       if (o.preferPositive) {
         // Only a positive answer to the question refreshes; anything else is cached but not sent.
-        if (mt === ResponseType.NoError && res.answer.length > 0 && answersQuestion(res)) this.refreshed = !this.late;
+        if (mt === ResponseType.NoError && res.answer.length > 0 && answersQuestion(res)) this.refreshed = true;
         else send = false;
       } else {
         if (mt === ResponseType.OtherError || mt === ResponseType.Meta || mt === ResponseType.Update) return;
         if (res.rcode !== 0 && res.rcode !== 3) return;
-        this.refreshed = !this.late;
+        this.refreshed = true;
       }
     }
     let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
