@@ -811,3 +811,138 @@ test('coredns_cache_prefetch_total counts serve_stale immediate refreshes too', 
   assert.equal(h.stub.calls, 2);
   assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
 });
+
+test('serve_stale verify: a truncated reply, one for another question or an OtherError NXDOMAIN is discarded; the stale entry is served', async () => {
+  let mode: 'ok' | 'tc' | 'wrongq' | 'nxanswer' = 'ok';
+  const h = await setup('vbad.example {\n cache {\n  serve_stale 1h verify\n }\n}', (req, w) => {
+    const n = req.qname;
+    switch (mode) {
+      case 'ok': w.writeMsg(build(req.msg, { answer: [a(n, 10)] })); break;
+      case 'tc': w.writeMsg(build(req.msg, { tc: true, answer: [a(n, 10, '192.0.2.9')] })); break;
+      case 'wrongq': w.writeMsg(build(req.msg, { qname: 'other.vbad.example.', answer: [a('other.vbad.example.', 10, '192.0.2.9')] })); break;
+      case 'nxanswer': w.writeMsg(build(req.msg, { rcode: 3, answer: [a(n, 10, '192.0.2.9')], authority: [soa(10, 10)] })); break;
+    }
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'vbad.example.' };
+  const first = await h.ask('a.vbad.example.');
+  for (const m of ['tc', 'wrongq', 'nxanswer'] as const) {
+    mode = m;
+    h.advance(20000);
+    const before = h.stub.calls;
+    const { w } = await h.exchange('a.vbad.example.', { id: 5 });
+    assert.equal(h.stub.calls, before + 1, `${m}: asked first`);
+    assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 5, aa: true })], `${m}: only the stale entry is written`);
+  }
+  assert.equal(await metric('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
+});
+
+test('serve_stale verify with prefer_positive: only a usable positive answer is sent; an NXDOMAIN or SERVFAIL is cached, the stale answer served', async () => {
+  let mode: 'ok' | 'nx' | 'servfail' | 'new' = 'ok';
+  const h = await setup('vpp.example {\n cache {\n  serve_stale 1h verify\n  serve_stale_policy prefer_positive\n }\n}', (req, w) => {
+    switch (mode) {
+      case 'ok': w.writeMsg(build(req.msg, { answer: [a(req.qname, 10)] })); break;
+      case 'new': w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, '192.0.2.2')] })); break;
+      case 'nx': w.writeMsg(build(req.msg, { rcode: 3, authority: [soa(60, 60)] })); break;
+      case 'servfail': w.writeMsg(build(req.msg, { rcode: 2 })); break;
+    }
+    return 0;
+  });
+  const labels = { server: SERVER, zones: 'vpp.example.' };
+  const first = await h.ask('a.vpp.example.');
+  mode = 'nx';
+  h.advance(20000);
+  const { w } = await h.exchange('a.vpp.example.', { id: 3 });
+  assert.equal(h.stub.calls, 2, 'asked first');
+  assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 3, aa: true })], 'the stale positive answer, not the NXDOMAIN');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'the NXDOMAIN was cached');
+  assert.deepEqual(await h.ask('a.vpp.example.', { id: 4 }), withTtl(first, 0, { id: 4, aa: true }), 'the stale positive entry still wins');
+  assert.equal(h.stub.calls, 3, 'and is verified again');
+
+  mode = 'ok';
+  await h.ask('b.vpp.example.');
+  mode = 'servfail';
+  h.advance(20000);
+  assert.equal((await h.ask('b.vpp.example.')).rcode, 0, 'SERVFAIL not sent');
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 2, 'but cached');
+
+  mode = 'new';
+  const fresh = await h.ask('a.vpp.example.');
+  assert.equal(addr(fresh), '192.0.2.2', 'a usable positive answer is sent');
+  assert.equal(fresh.aa, false);
+  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
+});
+
+test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new entry (AA=1, its remaining TTL), as CoreDNS does', async () => {
+  let n = 0;
+  const h = await setup('vin.example {\n cache {\n  serve_stale 1h verify 1s\n }\n}', () => 0);
+  h.fn = (req, w) => {
+    n++;
+    if (req.msg.edns !== undefined) req.addExtendedError({ code: 15, data: new Uint8Array([0, 0]) });
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, `192.0.2.${n}`)], ra: false }));
+    h.advance(2000); // the refresh ends two seconds (of the cache's clock) after the reply was stored
+    return 0;
+  };
+  await h.ask('a.vin.example.');
+  h.advance(20000);
+  const { req, w, rc } = await h.exchange('a.vin.example.', { id: 6 });
+  assert.equal(h.stub.calls, 2);
+  assert.equal(rc, 0);
+  const upstream = build(req.msg, { answer: [a('a.vin.example.', 10, '192.0.2.2')], ra: false });
+  assert.deepEqual(w.msgs, [withTtl(upstream, 8, { id: 6, aa: true })], 'toMsg of the new item: AA=1, TTL 10 - 2');
+
+  await h.exchange('e.vin.example.', { edns: {} });
+  h.advance(20000);
+  const e = await h.exchange('e.vin.example.', { edns: {} });
+  assert.equal(e.w.msgs.length, 1);
+  assert.equal(e.req.extendedErrors?.length, 1, 'the refresh\'s Extended DNS Error is not added twice');
+});
+
+test('a failed prefetch does not hold back the stale refresh of the entry (FAILURE_RECHECK is for stale refreshes)', async () => {
+  let fail = false;
+  const h = await setup('pff.example {\n cache {\n  serve_stale 1h immediate 0s 5m\n  prefetch 1 1m 50%\n }\n}', (req, w) => {
+    if (fail) throw new PluginError(2, 'upstream down');
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 100)] }));
+    return 0;
+  });
+  await h.ask('a.pff.example.');
+  fail = true;
+  h.advance(60000);
+  await h.ask('a.pff.example.'); // TTL 40 ≤ 50: prefetch, which fails
+  await tick();
+  assert.equal(h.stub.calls, 2);
+  fail = false;
+  h.advance(41000); // stale
+  assert.deepEqual(ttls(await h.ask('a.pff.example.')), [0]);
+  await tick();
+  assert.equal(h.stub.calls, 3, 'the stale refresh is tried');
+  assert.deepEqual(ttls(await h.ask('a.pff.example.')), [100]);
+});
+
+test('FAILURE_RECHECK: a stale refresh the writer accepts counts as done even when nothing is stored (disable success), also after VERIFY_TIMEOUT', async () => {
+  for (const mode of ['immediate 0s 5m', 'verify 30ms 0s 5m']) {
+    let positive = false;
+    let hold: (() => void) | undefined;
+    const h = await setup(`. {\n cache {\n  serve_stale 1h ${mode}\n  disable success\n }\n}`, (req, w) => {
+      if (!positive) {
+        w.writeMsg(build(req.msg, { rcode: 3, authority: [soa(10, 10)] }));
+        return 0;
+      }
+      const reply = build(req.msg, { answer: [a(req.qname, 10)] });
+      return new Promise<number>((resolve) => { hold = () => { w.writeMsg(reply); resolve(0); }; });
+    });
+    await h.ask('nx.example.');
+    positive = true;
+    h.advance(20000);
+    assert.equal((await h.ask('nx.example.')).rcode, 3, `${mode}: the stale NXDOMAIN`);
+    await tick();
+    assert.equal(h.stub.calls, 2, `${mode}: refresh started`);
+    hold!();
+    await tick();
+    assert.equal((await h.ask('nx.example.')).rcode, 3, `${mode}: the NOERROR was not cached`);
+    await tick();
+    assert.equal(h.stub.calls, 3, `${mode}: no FAILURE_RECHECK delay, refreshed again`);
+    hold!();
+    await tick();
+  }
+});

@@ -340,8 +340,8 @@ export class Cache implements Handler {
   }
 
   /** Build the reply for `req` from the stored bytes. */
-  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean): void {
-    if (item.extendedErrors !== undefined && req.msg.edns !== undefined) {
+  writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, replayEde = true): void {
+    if (replayEde && item.extendedErrors !== undefined && req.msg.edns !== undefined) {
       for (const e of item.extendedErrors) req.addExtendedError(e);
     }
     const src = item.wire;
@@ -386,16 +386,17 @@ export class Cache implements Handler {
     item.refreshing = true;
     cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
-    // A stale refresh only takes NOERROR/NXDOMAIN (CoreDNS doPrefetch uses its verify writer), so an
-    // upstream failure leaves the stale entry in place; with prefer_positive that writer caches every reply.
-    if (!prefetch && !this.o.preferPositive) cw.verify = true;
+    // A stale refresh goes through the verify writer (CoreDNS doPrefetch), so an upstream failure leaves
+    // the stale entry in place; with prefer_positive that writer caches every complete reply.
+    if (!prefetch) cw.verify = true;
     const r = req.derive({ msg: { ...req.msg, ad: true }, proto: 'tcp' });
     const done = (): void => {
       item.refreshing = false;
-      if (cw.stored === undefined) {
-        item.failedAt = this.now();
-        return;
-      }
+      // Only a failed stale refresh delays the next one; anything else clears it (CoreDNS endRefresh).
+      // A stale refresh succeeds when the verify writer takes the reply, whether or not it was stored.
+      const refreshed = prefetch || cw.refreshed;
+      item.failedAt = refreshed ? 0 : this.now();
+      if (!refreshed || cw.stored === undefined) return;
       // Keep the popularity gathered so far (CoreDNS Freq.Reset).
       cw.stored.hits = item.hits;
       cw.stored.last = this.now();
@@ -426,6 +427,7 @@ export class Cache implements Handler {
     }
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
     crr.verify = true;
+    crr.hold = this.o.verifyTimeoutMs > 0;
     const r = req.derive({ msg: { ...req.msg, ad: true } });
     item.refreshing = true;
     let run: Promise<number>;
@@ -436,7 +438,7 @@ export class Cache implements Handler {
     }
     const settled = run.then(() => true, () => true).finally(() => {
       item.refreshing = false;
-      if (!crr.refreshed) item.failedAt = this.now();
+      item.failedAt = crr.refreshed ? 0 : this.now(); // a reply taken after the timeout counts too
     });
     if (this.o.verifyTimeoutMs > 0) {
       let timer: NodeJS.Timeout | undefined;
@@ -447,9 +449,16 @@ export class Cache implements Handler {
         crr.late = true; // the refresh goes on in the background and only fills the cache
         return serveStale();
       }
-    } else {
-      await settled;
+      if (!crr.refreshed) return serveStale();
+      // CoreDNS verifyWithTimeout: the client gets the new entry as a hit would show it (AA=1, its
+      // remaining TTL); the refresh already attached its Extended DNS Errors to the request.
+      const s = crr.stored;
+      if (s !== undefined) this.writeHit(req, w, s, this.o.keepttl ? s.origTtl : s.ttl(this.now()), doBit, ad, false);
+      else if (crr.held instanceof Uint8Array) w.writeWire(crr.held);
+      else if (crr.held !== undefined) w.writeMsg(crr.held);
+      return 0;
     }
+    await settled;
     if (crr.refreshed) return 0;
     return serveStale();
   }
@@ -484,7 +493,7 @@ export class Cache implements Handler {
     const c = cacheType === 'success' ? this.pcache : this.ncache;
     if (c.add(key, item)) evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
     // A positive reply is the newest state of the key; with prefer_positive only one that answers the question.
-    if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === 0 && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
+    if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === Rcode.NOERROR && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
       this.ncache.remove(key);
     }
     cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
@@ -525,10 +534,17 @@ export class CacheWriter implements ResponseWriter {
   private readonly ad: boolean;
   /** undefined: a background refresh, nothing goes to a client. */
   private readonly inner: ResponseWriter | undefined;
-  /** serve_stale verify: only NOERROR/NXDOMAIN replies are taken. */
+  /**
+   * serve_stale verify: only complete NOERROR/NXDOMAIN replies for the question are taken; with
+   * prefer_positive only a positive answer, other complete replies being cached without being sent.
+   */
   verify = false;
   /** verify timed out: the reply only fills the cache. */
   late = false;
+  /** verify with VERIFY_TIMEOUT: the reply for the client is kept in `held`, verify() writes it. */
+  hold = false;
+  held: Buffer | Message | undefined;
+  /** verify: the last reply was taken as a refresh (stored or not, in time or not). */
   refreshed = false;
   stored: Item | undefined;
 
@@ -557,14 +573,25 @@ export class CacheWriter implements ResponseWriter {
   }
 
   private process(res: Message, wire: Uint8Array | undefined): void {
-    if (this.verify) {
-      if (res.rcode !== Rcode.NOERROR && res.rcode !== Rcode.NXDOMAIN) return; // not a usable refresh: the stale entry is served
-      this.refreshed = !this.late;
-    }
     const c = this.c;
     const o = c.o;
     const now = c.now();
     let mt = typify(res, Math.floor(now / 1000));
+    let send = true;
+    if (this.verify) {
+      // Not a usable refresh (CoreDNS verifyStaleResponseWriter): dropped unseen, the stale entry is served.
+      this.refreshed = false;
+      if (res.tc || !this.matches(res)) return;
+      if (o.preferPositive) {
+        // Only a positive answer to the question refreshes; anything else is cached but not sent.
+        if (mt === ResponseType.NoError && res.answer.length > 0 && answersQuestion(res)) this.refreshed = true;
+        else send = false;
+      } else {
+        if (mt === ResponseType.OtherError || mt === ResponseType.Meta || mt === ResponseType.Update) return;
+        if (res.rcode !== 0 && res.rcode !== 3) return;
+        this.refreshed = true;
+      }
+    }
     let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
     if (cacheable && mt === ResponseType.NameError && !hasSoa(res.authority)) cacheable = false;
     if (cacheable && mt === ResponseType.NoError && res.answer.length > 0 && !answersQuestion(res)) {
@@ -579,7 +606,7 @@ export class CacheWriter implements ResponseWriter {
 
     if (cacheable && duration > 0 && res.question.length > 0) {
       if (this.matches(res)) {
-        const prefetch = this.inner === undefined || (this.verify && o.verifyTimeoutMs > 0);
+        const prefetch = this.inner === undefined || this.hold;
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
@@ -587,7 +614,7 @@ export class CacheWriter implements ResponseWriter {
       }
     }
     const inner = this.inner;
-    if (inner === undefined || this.late) return;
+    if (inner === undefined || this.late || !send) return;
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
     if (wire !== undefined) {
@@ -596,14 +623,16 @@ export class CacheWriter implements ResponseWriter {
         const out = s.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, s.optStart, s.optEnd);
         for (const off of s.ttls) writeTtl(out, off, duration);
         if (clearAd) out[3] = out[3]! & ~0x20;
-        inner.writeWire(out);
+        if (this.hold) this.held = out;
+        else inner.writeWire(out);
         return;
       }
     }
     for (const sec of [res.answer, res.authority, res.additional]) for (const rr of sec) rr.ttl = duration;
     if (clearAd) res.ad = false;
     res.edns = undefined;
-    inner.writeMsg(res);
+    if (this.hold) this.held = res;
+    else inner.writeMsg(res);
   }
 
   /** request.Match: one question, same name (case-insensitive), type and class; a response. */
