@@ -6,10 +6,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { plugin } from './setup.ts';
 import type { Cache } from './cache.ts';
-import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions } from '../pkg/testing.ts';
+import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions, metricValue } from '../pkg/testing.ts';
 import { PluginError, type HandlerResult, type ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-import { registry } from '../pkg/metrics.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -131,16 +130,6 @@ async function setup(corefile: string, fn: Fn): Promise<Harness> {
 
 // ---- metrics ------------------------------------------------------------------------------------
 
-/** Sum of the samples of `name` whose labels include `labels` (0 when none). */
-async function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = registry.getSingleMetric(name);
-  if (m === undefined) return 0;
-  let sum = 0;
-  for (const v of (await m.get()).values) {
-    if (Object.entries(labels).every(([k, x]) => (v.labels as Record<string, string | number>)[k] === x)) sum += v.value;
-  }
-  return sum;
-}
 
 // ---- tests --------------------------------------------------------------------------------------
 
@@ -253,9 +242,9 @@ test('not cached: truncated, REFUSED, NXDOMAIN without SOA, a reply for another 
   const tc = await h.ask('tc.nocache.example.');
   assert.equal(tc.tc, true, 'the truncated reply is passed on as it is');
   assert.deepEqual(ttls(tc), [300]);
-  assert.equal(await metric('coredns_cache_drops_total', labels), 2, 'only the two replies for another question were drops');
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'success' }), 0);
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
+  assert.equal(await metricValue('coredns_cache_drops_total', labels), 2, 'only the two replies for another question were drops');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'success' }), 0);
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
 });
 
 test('the key holds DO and CD (and name, type, class), as CoreDNS\'s hash does; EDNS without DO shares the plain entry', async () => {
@@ -347,7 +336,7 @@ test('prefetch AMOUNT DURATION PERCENTAGE: a popular entry near expiry is refres
   assert.equal(h.stub.calls, 2, 'one prefetch');
   assert.equal(h.seen[1]!.ad, true, 'the prefetch query has AD set');
   assert.equal(h.seen[1]!.proto, 'tcp', 'the prefetch query is marked TCP (no client size limit)');
-  assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
+  assert.equal(await metricValue('coredns_cache_prefetch_total', labels), 1);
 
   await h.ask('a.pf.example.'); // the refresh is still running: no second one
   await tick();
@@ -363,7 +352,7 @@ test('prefetch AMOUNT DURATION PERCENTAGE: a popular entry near expiry is refres
   await h.ask('a.pf.example.');
   await tick();
   assert.equal(h.stub.calls, 3);
-  assert.equal(await metric('coredns_cache_prefetch_total', labels), 2);
+  assert.equal(await metricValue('coredns_cache_prefetch_total', labels), 2);
 });
 
 test('prefetch: hits further apart than DURATION do not make an entry popular', async () => {
@@ -401,7 +390,7 @@ test('serve_stale (immediate): an expired entry is served with TTL 0 while one r
   assert.equal(addr(await h.ask('a.stale.example.')), '192.0.2.1', 'still stale while the refresh runs');
   await tick();
   assert.equal(h.stub.calls, 2, 'no second refresh while one is running');
-  assert.equal(await metric('coredns_cache_served_stale_total', labels), 2);
+  assert.equal(await metricValue('coredns_cache_served_stale_total', labels), 2);
   hold!();
   await tick();
   const fresh = await h.ask('a.stale.example.');
@@ -413,7 +402,7 @@ test('serve_stale (immediate): an expired entry is served with TTL 0 while one r
   const miss = await h.ask('a.stale.example.');
   assert.equal(addr(miss), '192.0.2.3');
   assert.deepEqual(ttls(miss), [10]);
-  assert.equal(await metric('coredns_cache_served_stale_total', labels), 2);
+  assert.equal(await metricValue('coredns_cache_served_stale_total', labels), 2);
 });
 
 test('serve_stale DURATION immediate RESPONSE_TTL FAILURE_RECHECK: stale TTL as given; no new refresh for a while after a failed one', async () => {
@@ -508,7 +497,7 @@ test('servfail DURATION: SERVFAIL cached that long (default 5 s, 0 = not at all)
   const hit = await h.ask('a.sf.example.', { id: 2 });
   assert.deepEqual(hit, canon({ ...first, id: 2, aa: true }));
   assert.equal(h.stub.calls, 1);
-  assert.equal(await metric('coredns_cache_hits_total', { ...labels, type: 'denial' }), 1);
+  assert.equal(await metricValue('coredns_cache_hits_total', { ...labels, type: 'denial' }), 1);
   h.advance(1);
   await h.ask('a.sf.example.');
   assert.equal(h.stub.calls, 2, 'expired after 3 s');
@@ -586,14 +575,14 @@ test('capacity: `success 5` and `denial 1` hold 1024 entries each (4 per shard);
   for (let i = 0; i < N; i++) await h.ask(`n${i}.cap.example.`);
   for (let i = 0; i < N; i++) await h.ask(`nx${i}.cap.example.`);
   for (const type of ['success', 'denial']) {
-    const entries = await metric('coredns_cache_entries', { ...labels, type });
-    const evicted = await metric('coredns_cache_evictions_total', { ...labels, type });
+    const entries = await metricValue('coredns_cache_entries', { ...labels, type });
+    const evicted = await metricValue('coredns_cache_evictions_total', { ...labels, type });
     assert.ok(entries <= 1024 && entries > 900, `${type}: ${entries} entries`);
     assert.equal(entries + evicted, N, `${type}: every insert either kept or evicted one`);
   }
   const d = await setup('cap2.example {\n cache\n}', answering((req) => ({ answer: [a(req.qname, 300)] })));
   for (let i = 0; i < N; i++) await d.ask(`n${i}.cap2.example.`);
-  assert.equal(await metric('coredns_cache_entries', { server: SERVER, zones: 'cap2.example.', type: 'success' }), N, 'default capacity: no eviction');
+  assert.equal(await metricValue('coredns_cache_entries', { server: SERVER, zones: 'cap2.example.', type: 'success' }), N, 'default capacity: no eviction');
 });
 
 test('metrics: requests, hits by type, misses, entries, served_stale move as CoreDNS\'s do', async () => {
@@ -601,13 +590,13 @@ test('metrics: requests, hits by type, misses, entries, served_stale move as Cor
     req.qname.startsWith('nx') ? { rcode: 3, authority: [soa(30, 30)] } : { answer: [a(req.qname, 30)] })));
   const labels = { server: SERVER, zones: 'm.example.', view: '' };
   const get = async () => ({
-    requests: await metric('coredns_cache_requests_total', labels),
-    success: await metric('coredns_cache_hits_total', { ...labels, type: 'success' }),
-    denial: await metric('coredns_cache_hits_total', { ...labels, type: 'denial' }),
-    misses: await metric('coredns_cache_misses_total', labels),
-    stale: await metric('coredns_cache_served_stale_total', labels),
-    pentries: await metric('coredns_cache_entries', { ...labels, type: 'success' }),
-    nentries: await metric('coredns_cache_entries', { ...labels, type: 'denial' }),
+    requests: await metricValue('coredns_cache_requests_total', labels),
+    success: await metricValue('coredns_cache_hits_total', { ...labels, type: 'success' }),
+    denial: await metricValue('coredns_cache_hits_total', { ...labels, type: 'denial' }),
+    misses: await metricValue('coredns_cache_misses_total', labels),
+    stale: await metricValue('coredns_cache_served_stale_total', labels),
+    pentries: await metricValue('coredns_cache_entries', { ...labels, type: 'success' }),
+    nentries: await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }),
   });
   await h.ask('a.m.example.');
   await h.ask('a.m.example.');
@@ -664,7 +653,7 @@ test('serve_stale immediate: a SERVFAIL from the background refresh is not store
   assert.deepEqual(await h.ask('a.sfr.example.', { id: 2 }), withTtl(first, 0, { id: 2, aa: true }));
   await tick();
   assert.equal(h.stub.calls, 2, 'the refresh got SERVFAIL');
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the refresh\'s SERVFAIL was not cached');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the refresh\'s SERVFAIL was not cached');
   assert.deepEqual(await h.ask('a.sfr.example.', { id: 3 }), withTtl(first, 0, { id: 3, aa: true }), 'still the stale answer');
 });
 
@@ -700,7 +689,7 @@ test('serve_stale immediate and prefetch: a positive refresh removes the denial 
   assert.equal((await h.ask('a.rm.example.')).rcode, 3, 'the stale NXDOMAIN');
   await tick();
   assert.equal(h.stub.calls, 2);
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the denial entry was removed');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the denial entry was removed');
   const fresh = await h.ask('a.rm.example.');
   assert.equal(fresh.rcode, 0, 'the refreshed positive answer');
   assert.deepEqual(ttls(fresh), [10]);
@@ -721,7 +710,7 @@ test('serve_stale immediate and prefetch: a positive refresh removes the denial 
   const got = await p.ask('a.rmp.example.');
   assert.equal(got.rcode, 0, 'the prefetched positive answer, not the still-valid NXDOMAIN');
   assert.deepEqual(ttls(got), [100]);
-  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'denial' }), 0);
+  assert.equal(await metricValue('coredns_cache_entries', { ...plabels, type: 'denial' }), 0);
 
   // the converse: a prefetched denial is stored beside the positive entry, which stays
   mode = 'nx';
@@ -730,7 +719,7 @@ test('serve_stale immediate and prefetch: a positive refresh removes the denial 
   await tick();
   assert.equal(p.stub.calls, 3);
   assert.equal((await p.ask('a.rmp.example.')).rcode, 3, 'the denial cache is looked at first');
-  assert.equal(await metric('coredns_cache_entries', { ...plabels, type: 'success' }), 1, 'the positive entry was kept');
+  assert.equal(await metricValue('coredns_cache_entries', { ...plabels, type: 'success' }), 1, 'the positive entry was kept');
 });
 
 test('serve_stale verify: with VERIFY_TIMEOUT the refresh removes the denial entry; without it the denial stays (as in CoreDNS)', async () => {
@@ -745,7 +734,7 @@ test('serve_stale verify: with VERIFY_TIMEOUT the refresh removes the denial ent
     h.advance(20000);
     assert.equal((await h.ask(`a.${zone}.`)).rcode, 0, `${mode}: the verified positive answer`);
     assert.equal((await h.ask(`a.${zone}.`)).rcode, 0);
-    return { calls: h.stub.calls, denial: await metric('coredns_cache_entries', { server: SERVER, zones: `${zone}.`, type: 'denial' }) };
+    return { calls: h.stub.calls, denial: await metricValue('coredns_cache_entries', { server: SERVER, zones: `${zone}.`, type: 'denial' }) };
   };
   assert.deepEqual(await run('vt.example', 'verify 1s'), { calls: 2, denial: 0 }, 'the next query is a hit of the new entry');
   assert.deepEqual(await run('vn.example', 'verify'), { calls: 3, denial: 1 }, 'the stale denial is found first and verified again');
@@ -759,12 +748,12 @@ test('serve_stale_policy prefer_positive: storing a positive answer removes the 
   });
   const labels = { server: SERVER, zones: 'pp.example.' };
   await h.ask('a.pp.example.');
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1);
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 1);
   positive = true;
   h.advance(30000); // beyond serve_stale: a miss
   assert.equal((await h.ask('a.pp.example.')).rcode, 0);
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'success' }), 1);
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 0);
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'success' }), 1);
 });
 
 test('serve_stale: a remaining TTL of exactly 0 is stale (refreshed, counted); one second before it is not', async () => {
@@ -785,7 +774,7 @@ test('serve_stale: a remaining TTL of exactly 0 is stale (refreshed, counted); o
   assert.equal(addr(r), '192.0.2.1');
   await tick();
   assert.equal(h.stub.calls, 2, 'refreshed in the background');
-  assert.equal(await metric('coredns_cache_served_stale_total', labels), 1);
+  assert.equal(await metricValue('coredns_cache_served_stale_total', labels), 1);
   assert.equal(addr(await h.ask('a.zero.example.')), '192.0.2.2');
 });
 
@@ -809,7 +798,7 @@ test('coredns_cache_prefetch_total counts serve_stale immediate refreshes too', 
   await h.ask('a.pfc.example.');
   await tick();
   assert.equal(h.stub.calls, 2);
-  assert.equal(await metric('coredns_cache_prefetch_total', labels), 1);
+  assert.equal(await metricValue('coredns_cache_prefetch_total', labels), 1);
 });
 
 test('serve_stale verify: a truncated reply, one for another question or an OtherError NXDOMAIN is discarded; the stale entry is served', async () => {
@@ -834,7 +823,7 @@ test('serve_stale verify: a truncated reply, one for another question or an Othe
     assert.equal(h.stub.calls, before + 1, `${m}: asked first`);
     assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 5, aa: true })], `${m}: only the stale entry is written`);
   }
-  assert.equal(await metric('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
+  assert.equal(await metricValue('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
 });
 
 test('serve_stale verify with prefer_positive: only a usable positive answer is sent; an NXDOMAIN or SERVFAIL is cached, the stale answer served', async () => {
@@ -855,7 +844,7 @@ test('serve_stale verify with prefer_positive: only a usable positive answer is 
   const { w } = await h.exchange('a.vpp.example.', { id: 3 });
   assert.equal(h.stub.calls, 2, 'asked first');
   assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 3, aa: true })], 'the stale positive answer, not the NXDOMAIN');
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'the NXDOMAIN was cached');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'the NXDOMAIN was cached');
   assert.deepEqual(await h.ask('a.vpp.example.', { id: 4 }), withTtl(first, 0, { id: 4, aa: true }), 'the stale positive entry still wins');
   assert.equal(h.stub.calls, 3, 'and is verified again');
 
@@ -864,13 +853,13 @@ test('serve_stale verify with prefer_positive: only a usable positive answer is 
   mode = 'servfail';
   h.advance(20000);
   assert.equal((await h.ask('b.vpp.example.')).rcode, 0, 'SERVFAIL not sent');
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 2, 'but cached');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 2, 'but cached');
 
   mode = 'new';
   const fresh = await h.ask('a.vpp.example.');
   assert.equal(addr(fresh), '192.0.2.2', 'a usable positive answer is sent');
   assert.equal(fresh.aa, false);
-  assert.equal(await metric('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
+  assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
 });
 
 test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new entry (AA=1, its remaining TTL), as CoreDNS does', async () => {

@@ -10,10 +10,9 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { plugin } from './setup.ts';
 import type { Forward } from './forward.ts';
-import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions } from '../pkg/testing.ts';
+import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions, metricValue } from '../pkg/testing.ts';
 import { PluginError, type Handler } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-import { registry } from '../pkg/metrics.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -221,15 +220,6 @@ function cleanup(t: { after(fn: () => Promise<void>): void }, ...things: { stop(
   t.after(async () => { for (const x of things) await x.stop(); });
 }
 
-async function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = registry.getSingleMetric(name);
-  if (m === undefined) return 0;
-  let sum = 0;
-  for (const v of (await m.get()).values) {
-    if (Object.entries(labels).every(([k, x]) => (v.labels as Record<string, string | number>)[k] === x)) sum += v.value;
-  }
-  return sum;
-}
 
 async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 3000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -340,7 +330,7 @@ test('max_fails: failed health checks mark an upstream down (skipped); a passing
   const f = await forward(`. {\n forward . ${a.addr} ${b.addr} {\n  policy sequential\n  max_fails 1\n  health_check 20ms\n }\n}`);
   cleanup(t, f, a, b);
   const healthy = () => f.fwd.upstreams().map((u) => u.healthy);
-  const failures = () => metric('coredns_proxy_healthcheck_failures_total', { to: a.addr });
+  const failures = () => metricValue('coredns_proxy_healthcheck_failures_total', { to: a.addr });
 
   assert.equal(addr((await f.ask('up1.example.')).reply), '192.0.2.1');
   await a.closeUdp(); // now refused
@@ -377,14 +367,14 @@ test('all upstreams down: one is tried anyway (SERVFAIL with its error); failfas
     assert.match(o.err!.message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: connection refused$/);
     await until('all down', () => f.fwd.upstreams().every((u) => !u.healthy));
   }
-  const broken = await metric('coredns_forward_healthcheck_broken_total');
+  const broken = await metricValue('coredns_forward_healthcheck_broken_total');
   const o = await slow.ask('anyway.example.');
   assert.equal(o.rcode, 2);
   assert.match(o.err!.message, /connection refused$/, 'an attempt was made');
   const ff = await fast.ask('failfast.example.');
   assert.equal(ff.rcode, 2);
   assert.equal(ff.err!.message, 'no healthy proxies');
-  assert.ok(await metric('coredns_forward_healthcheck_broken_total') >= broken + 2, 'both counted as broken health checks');
+  assert.ok(await metricValue('coredns_forward_healthcheck_broken_total') >= broken + 2, 'both counted as broken health checks');
 });
 
 test('timeouts: each attempt waits read_timeout; the default cap is 2 attempts per upstream; SERVFAIL with the i/o timeout; counted', async (t) => {
@@ -392,14 +382,14 @@ test('timeouts: each attempt waits read_timeout; the default cap is 2 attempts p
   const f = await forward(`. {\n forward . ${up.addr} {\n  read_timeout 80ms\n }\n}`);
   const one = await forward(`. {\n forward . ${up.addr} {\n  read_timeout 80ms\n  max_connect_attempts 1\n }\n}`);
   cleanup(t, f, one, up);
-  const before = await metric('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' });
+  const before = await metricValue('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' });
   const o = await f.ask('timeout.example.');
   assert.equal(o.rcode, 2);
   assert.equal(o.err!.name, 'PluginError');
   assert.match(o.err!.message, new RegExp(`^read udp 127\\.0\\.0\\.1:\\d+->${up.addr.replace(/\./g, '\\.')}: i/o timeout$`));
   assert.equal(up.queries().length, 2);
   assert.ok(o.ms >= 150 && o.ms < 1000, `took ${o.ms} ms`);
-  assert.equal(await metric('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' }), before + 2);
+  assert.equal(await metricValue('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' }), before + 2);
 
   const p = await one.ask('once.example.');
   assert.equal(p.rcode, 2);
@@ -564,13 +554,13 @@ test('max_concurrent: queries over the limit are REFUSED at once and counted; th
   const up = await Upstream.start((q, c) => { c.send(answer(q), { delayMs: 80 }); });
   const f = await forward(`. {\n forward . ${up.addr} {\n  max_concurrent 2\n }\n}`);
   cleanup(t, f, up);
-  const before = await metric('coredns_forward_max_concurrent_rejects_total');
+  const before = await metricValue('coredns_forward_max_concurrent_rejects_total');
   const running = [f.ask('mc1.example.'), f.ask('mc2.example.')];
   const rejected = await f.ask('mc3.example.');
   assert.equal(rejected.rcode, 5);
   assert.equal(rejected.err!.message, 'concurrent queries exceeded maximum 2');
   assert.ok(rejected.ms < 50);
-  assert.equal(await metric('coredns_forward_max_concurrent_rejects_total'), before + 1);
+  assert.equal(await metricValue('coredns_forward_max_concurrent_rejects_total'), before + 1);
   assert.deepEqual((await Promise.all(running)).map((o) => o.rcode), [0, 0]);
   assert.equal((await f.ask('mc4.example.')).rcode, 0, 'a slot is free again');
   assert.equal(up.queries().some((s) => s.name === 'mc3.example.'), false);
@@ -585,7 +575,7 @@ test('failover RCODE with the other upstream down: the failover is not a down-sk
   const first = await f.ask('fo-down0.example.'); // the second upstream refuses, which starts its health checks
   assert.equal(first.reply!.rcode, 2);
   await until('second upstream down', () => f.fwd.upstreams()[1]!.healthy === false);
-  const broken = await metric('coredns_forward_healthcheck_broken_total');
+  const broken = await metricValue('coredns_forward_healthcheck_broken_total');
   for (let i = 1; i <= 5; i++) {
     const before = sf.queries().length;
     const o = await f.ask(`fo-down${i}.example.`, { id: 70 + i });
@@ -593,5 +583,5 @@ test('failover RCODE with the other upstream down: the failover is not a down-sk
     assert.deepEqual(o.reply, answer(o.req.msg, { rcode: 2 }), 'the first upstream\'s SERVFAIL');
     assert.equal(sf.queries().length, before + 2, 'asked again after skipping the down one');
   }
-  assert.equal(await metric('coredns_forward_healthcheck_broken_total'), broken, 'not all upstreams were down');
+  assert.equal(await metricValue('coredns_forward_healthcheck_broken_total'), broken, 'not all upstreams were down');
 });

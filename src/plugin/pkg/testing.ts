@@ -16,6 +16,7 @@ import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery } from '../../wire/message.ts';
+import { registry } from './metrics.ts';
 
 export interface SetupResult {
   /** The instance the setup ran in (blocks, lineage store, logger). */
@@ -251,4 +252,15 @@ export async function captureLog(fn: () => unknown): Promise<string[]> {
 /** Resolve a HandlerResult to a number. */
 export async function settle(r: HandlerResult): Promise<number> {
   return typeof r === 'number' ? r : await r;
+}
+
+/** Sum of the samples of metric `name` whose labels include `labels` (0 when there is none). */
+export async function metricValue(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const m = registry.getSingleMetric(name);
+  if (m === undefined) return 0;
+  let sum = 0;
+  for (const v of (await m.get()).values) {
+    if (Object.entries(labels).every(([k, x]) => (v.labels as Record<string, string | number>)[k] === x)) sum += v.value;
+  }
+  return sum;
 }
