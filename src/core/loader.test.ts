@@ -1,0 +1,80 @@
+// Which Corefile runs (coremain/run.go confLoader/defaultLoader, caddy's
+// LoadCaddyfile): -conf FILE, else ./Corefile, else the built-in default —
+// with CoreDNS's error wording.
+
+import { test, describe, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultCorefile, errText, loadCorefile } from './loader.ts';
+
+describe('loadCorefile', () => {
+  let dir: string;
+  let cwd: string;
+  before(() => {
+    cwd = process.cwd();
+    dir = mkdtempSync(join(tmpdir(), 'nodens-loader-'));
+  });
+  after(() => {
+    process.chdir(cwd);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  // Each test gets an empty working directory.
+  let work: string;
+  let n = 0;
+  beforeEach(() => {
+    work = join(dir, `w${n++}`);
+    mkdirSync(work);
+    process.chdir(work);
+  });
+
+  test('-conf FILE: its contents, the path as given', () => {
+    const file = join(work, 'my.conf');
+    writeFileSync(file, 'example.org {\n  whoami\n}\n');
+    assert.deepEqual(loadCorefile(file, '53'), { contents: 'example.org {\n  whoami\n}\n', file });
+    writeFileSync('rel.conf', '. {\n}\n');
+    assert.deepEqual(loadCorefile('rel.conf', '53'), { contents: '. {\n}\n', file: 'rel.conf' });
+  });
+
+  test('-conf wins over ./Corefile', () => {
+    writeFileSync('Corefile', 'from-cwd\n');
+    writeFileSync('other', 'from-flag\n');
+    assert.equal(loadCorefile('other', '53').contents, 'from-flag\n');
+  });
+
+  test('a missing -conf file is an error in Go\'s wording, not a fallback', () => {
+    writeFileSync('Corefile', 'from-cwd\n');
+    assert.throws(() => loadCorefile('/nope', '53'), { message: 'loading Caddyfile via flag: open /nope: no such file or directory' });
+    assert.throws(() => loadCorefile('/nope/Corefile', '53'), { message: 'loading Caddyfile via flag: open /nope/Corefile: no such file or directory' });
+  });
+
+  test('without -conf: ./Corefile, reported as `Corefile`', () => {
+    writeFileSync('Corefile', '.:1053 {\n  whoami\n}\n');
+    assert.deepEqual(loadCorefile('', '53'), { contents: '.:1053 {\n  whoami\n}\n', file: 'Corefile' });
+  });
+
+  test('an empty ./Corefile is still the one used', () => {
+    writeFileSync('Corefile', '');
+    assert.deepEqual(loadCorefile('', '53'), { contents: '', file: 'Corefile' });
+  });
+
+  test('without -conf and ./Corefile: CoreDNS\'s default (whoami and log on -dns.port)', () => {
+    // core/dnsserver/register.go DefaultInput: ".:" + Port + " {\nwhoami\nlog\n}\n", Filepath "Corefile".
+    assert.deepEqual(loadCorefile('', '53'), { contents: '.:53 {\nwhoami\nlog\n}\n', file: 'Corefile' });
+    assert.deepEqual(loadCorefile('', '1053'), { contents: '.:1053 {\nwhoami\nlog\n}\n', file: 'Corefile' });
+    assert.deepEqual(defaultCorefile('5300'), { contents: '.:5300 {\nwhoami\nlog\n}\n', file: 'Corefile' });
+  });
+});
+
+test('errText gives Go\'s *PathError text for the common errno codes', () => {
+  const e = (code: string, syscall: string, path: string): NodeJS.ErrnoException =>
+    Object.assign(new Error(`${code}: x`), { code, syscall, path });
+  assert.equal(errText(e('ENOENT', 'open', '/a/b')), 'open /a/b: no such file or directory');
+  assert.equal(errText(e('EACCES', 'open', '/etc/x')), 'open /etc/x: permission denied');
+  assert.equal(errText(e('ENOTDIR', 'open', '/etc/passwd/x')), 'open /etc/passwd/x: not a directory');
+  assert.equal(errText(e('EISDIR', 'read', '/tmp')), 'read /tmp: is a directory');
+  // Anything else keeps Node's message.
+  assert.equal(errText(e('EIO', 'read', '/x')), 'EIO: x');
+  assert.equal(errText('plain'), 'plain');
+});
