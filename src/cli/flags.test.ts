@@ -5,8 +5,7 @@
 
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { parseFlags, usage, FlagError, type FlagSpec } from './flags.ts';
@@ -230,16 +229,15 @@ describe('bin/nodens command line', () => {
 
 // ---------------------------------------------------------------- against CoreDNS itself
 
-function referenceBinary(): string | undefined {
-  const env = process.env.NODENS_COREDNS;
-  if (env !== undefined && env !== '') return existsSync(env) ? env : undefined;
-  const cached = join(ROOT, '.cache', 'coredns', 'v1.14.7', 'coredns');
-  return existsSync(cached) ? cached : undefined;
+/** The reference CoreDNS: scripts/coredns-reference.sh prints it, building it once when missing (.ci/run builds it first). */
+function referenceBinary(): string {
+  const r = spawnSync(join(ROOT, 'scripts', 'coredns-reference.sh'), { encoding: 'utf8', timeout: 900_000 });
+  assert.equal(r.status, 0, `scripts/coredns-reference.sh failed: ${r.stderr}`);
+  return r.stdout.trim();
 }
 
-const REFERENCE = referenceBinary();
-
-describe('the reference CoreDNS agrees', { skip: REFERENCE === undefined ? 'no reference binary (set NODENS_COREDNS or run scripts/coredns-reference.sh)' : false }, () => {
+describe('the reference CoreDNS agrees', () => {
+  const REFERENCE = referenceBinary();
   test('same exit status, stderr and -version decision as parseFlags/usage predict, for each command line', async () => {
     const lines = [
       ['-nope'], ['--nope=1'], ['-conf'], ['-quiet=maybe'], ['-quiet='], ['--version=yes'], ['---conf'], ['-=x'], ['--=x'],

@@ -7,7 +7,10 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { DnsListener, plainAddress, TCP_READ_TIMEOUT_MS, TCP_IDLE_TIMEOUT_MS, GRACEFUL_STOP_MS } from './listener.ts';
+import { DnsListener, TCP_READ_TIMEOUT_MS, TCP_IDLE_TIMEOUT_MS, GRACEFUL_STOP_MS } from './listener.ts';
+import { plainAddress } from '../wire/ip.ts';
+import { Logger } from './log.ts';
+import { LineageStore } from './instance.ts';
 import type { RoutedBlock, ServeTable } from './serve.ts';
 import type { Request } from './request.ts';
 import type { Handler, ResponseWriter } from '../plugin/plugin.ts';
@@ -24,7 +27,7 @@ interface Seen { qname: string; proto: string; remoteAddress: string; remotePort
 function makeTable(blocks: Record<string, Handler>): ServeTable {
   const zones = new Map<string, RoutedBlock>();
   for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain });
-  return { name: 'dns://127.0.0.1:0', zones, zoneLengths: new Set([...zones.keys()].map((z) => z.length)), classChaos: false, debug: false, stacktrace: false };
+  return { name: 'dns://127.0.0.1:0', zones, zoneLengths: new Set([...zones.keys()].map((z) => z.length)), classChaos: false, debug: false, stacktrace: false, log: new Logger(), lineage: new LineageStore() };
 }
 
 function txtReply(req: Request, text: string): Message {

@@ -9,9 +9,11 @@ import { spawnSync } from 'node:child_process';
 import dnsPacket from 'dns-packet';
 import { serveMessage, type ReplySink, type RoutedBlock, type ServeTable } from './serve.ts';
 import type { Request, Transport } from './request.ts';
-import { setLogSink } from './log.ts';
-import type { Handler, HandlerResult, ResponseWriter } from '../plugin/plugin.ts';
-import { PluginError } from '../plugin/plugin.ts';
+import { Logger, setLogSink } from './log.ts';
+import { LineageStore } from './instance.ts';
+import { subscribe } from 'node:diagnostics_channel';
+import type { DroppedEvent, Handler, HandlerResult, Lineage, PanicEvent, ResponseWriter } from '../plugin/plugin.ts';
+import { PluginError, ServeChannels } from '../plugin/plugin.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { decodeMessage } from '../wire/decode.ts';
 import { newQuery, replyTo } from '../wire/message.ts';
@@ -43,13 +45,26 @@ function makeTable(blocks: Record<string, Handler | null>, opts: { name?: string
     classChaos: opts.classChaos ?? false,
     debug: opts.debug ?? false,
     stacktrace: opts.stacktrace ?? false,
+    log: new Logger(),
+    lineage: new LineageStore(),
     dropped: [],
     panics: 0,
-    onPanic: () => { t.panics++; },
-    onDropped: (req, rcode, size) => { t.dropped.push({ rcode, size, qname: req.qname }); },
   };
+  tables.set(t.lineage, t);
   return t;
 }
+
+// The server reports dropped replies and recovered panics on diagnostics channels, each event naming its
+// server (lineage): route them to the table that served them.
+const tables = new Map<Lineage, TestTable>();
+subscribe(ServeChannels.dropped, (m) => {
+  const ev = m as DroppedEvent;
+  tables.get(ev.lineage)?.dropped.push({ rcode: ev.rcode, size: ev.replySize, qname: ev.req.qname });
+});
+subscribe(ServeChannels.panic, (m) => {
+  const t = tables.get((m as PanicEvent).lineage);
+  if (t !== undefined) t.panics++;
+});
 
 interface Served { sink: CaptureSink; result: void | Promise<void> }
 
@@ -569,7 +584,7 @@ describe('the rcode contract', () => {
     assert.deepEqual(logLines, []);
   });
 
-  test('a thrown exception is recovered: SERVFAIL, CoreDNS\'s log line, onPanic, counted as dropped', async () => {
+  test('a thrown exception is recovered: SERVFAIL, CoreDNS\'s log line, a panic event, counted as dropped', async () => {
     const cases: Array<[string, Handler]> = [
       ['sync Error', { name: 'p', serveDNS: () => { throw new Error('boom'); } }],
       ['sync string', { name: 'p', serveDNS: () => { throw 'boom'; } }],
