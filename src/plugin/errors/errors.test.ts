@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, plugin } from './setup.ts';
 import { Pattern, type LogLevel } from './errors.ts';
-import { goRegExp } from './regexp.ts';
+import { GoRegexp } from '../pkg/regexp.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { PluginError } from '../plugin.ts';
 
@@ -10,7 +10,7 @@ const E = 'plugin/errors: Corefile:3 - Error during parsing: ';
 
 const M = 60_000_000_000n;
 const pattern = (period: bigint, src: string, level: LogLevel = 'error', showFirst = false): Pattern =>
-  new Pattern(period, src, goRegExp(src), level, showFirst);
+  new Pattern(period, src, GoRegexp.compile(src), level, showFirst);
 
 test('errors parse', async () => {
   await parseTable('errors', parse, [
@@ -117,4 +117,15 @@ test('errors consolidate debug level only shows with debug on', async () => {
   r.setDebug(true);
   for (const fn of r.hooks.shutdown) await fn();
   assert.deepEqual(await captureLog(() => serve(h, 'b.')), ['[DEBUG] plugin/errors: 2 b. A: x']);
+});
+
+test('consolidate patterns are Go RE2: POSIX classes, Unicode classes, named groups', async () => {
+  const lines = await captureLog(async () => {
+    const r = await runSetup(plugin, '. {\n errors {\n  consolidate 1h ^[[:digit:]]+-(?P<word>\\pL+)$\n }\n}');
+    const h = r.chain(failing('123-héllo'));
+    await serve(h, 'a.');
+    await serve(h, 'b.');
+    await r.stop();
+  });
+  assert.deepEqual(lines, ['[ERROR] plugin/errors: 2 errors like \'^[[:digit:]]+-(?P<word>\\pL+)$\' occurred in last 1h0m0s']);
 });

@@ -7,19 +7,20 @@ import type { Request } from '../../core/request.ts';
 import { typeToString } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { formatDuration, toMillis } from '../pkg/duration.ts';
+import type { GoRegexp } from '../pkg/regexp.ts';
 
 export type LogLevel = 'error' | 'warning' | 'info' | 'debug';
 
 export class Pattern {
   readonly period: bigint;
   readonly source: string;
-  readonly regexp: RegExp;
+  readonly regexp: GoRegexp;
   readonly level: LogLevel;
   readonly showFirst: boolean;
   count = 0;
   timer: NodeJS.Timeout | undefined = undefined;
 
-  constructor(period: bigint, source: string, regexp: RegExp, level: LogLevel, showFirst: boolean) {
+  constructor(period: bigint, source: string, regexp: GoRegexp, level: LogLevel, showFirst: boolean) {
     this.period = period;
     this.source = source;
     this.regexp = regexp;

@@ -2,7 +2,7 @@ import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { parseDuration, DurationError } from '../pkg/duration.ts';
 import { ErrorsHandler, Pattern, type LogLevel } from './errors.ts';
-import { goRegExp } from './regexp.ts';
+import { GoRegexp } from '../pkg/regexp.ts';
 
 const MAX_REGEXP_LEN = 10000;
 const LEVELS = new Set<string>(['warning', 'error', 'info', 'debug']);
@@ -20,9 +20,9 @@ function parseConsolidate(d: Dispenser): Pattern {
   const src = args[1];
   const srcLen = Buffer.byteLength(src);
   if (srcLen > MAX_REGEXP_LEN) throw d.errf(`regex pattern too long: ${srcLen} > ${MAX_REGEXP_LEN}`);
-  let re: RegExp;
+  let re: GoRegexp;
   try {
-    re = goRegExp(src);
+    re = GoRegexp.compile(src);
   } catch (e) {
     throw d.err(e instanceof Error ? e.message : String(e));
   }
