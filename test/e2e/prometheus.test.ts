@@ -11,6 +11,7 @@ import { boundPort } from '../../src/plugin/pkg/httpserver.ts';
 import { TIME_BUCKETS } from '../../src/plugin/pkg/metrics.ts';
 import { qTypeLabel } from '../../src/plugin/prometheus/vars.ts';
 import { get, query, scrape, value, type Family } from './prometheus-util.ts';
+import { COREDNS_VERSION } from '../../src/version.ts';
 
 /** `fail` returns SERVFAIL with an error, writing nothing. */
 const fail: PluginDefinition = {
