@@ -18,6 +18,7 @@ import { queryUdp } from '../test/conformance/lib/client.ts';
 import { encodeQuery, parseQueryLine } from '../test/conformance/lib/query.ts';
 import { freePort, referenceBinary } from '../test/conformance/lib/servers.ts';
 import { kubeconfigFor, type ClusterState, type KObject } from '../test/k8s-api/server.ts';
+import { COREDNS_VERSION } from '../src/version.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NODE = process.execPath;
@@ -168,7 +169,7 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   try {
     results.push(await runServer('nodens', [path.join(REPO, 'bin/nodens')], dir, probe, o.duration, qfile));
-    results.push(await runServer('CoreDNS 1.14.7', [referenceBinary()], dir, probe, o.duration, qfile));
+    results.push(await runServer(`CoreDNS ${COREDNS_VERSION}`, [referenceBinary()], dir, probe, o.duration, qfile));
   } finally {
     api.kill('SIGTERM');
   }

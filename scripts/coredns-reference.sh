@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Prints the path of the reference CoreDNS binary (pinned version), building it once into
-# <repo>/.cache/coredns/<version>/ with `go install` if it is not there yet.
-# Override with $NODENS_COREDNS=/path/to/coredns (printed as is, after a check that it runs).
+# Prints the path of the reference CoreDNS binary (the version in <repo>/coredns.version), building it once into
+# <repo>/.cache/coredns/v<version>/ with `go install` if it is not there yet.
+# Override with $NODENS_COREDNS=/path/to/coredns (printed as is, after a check that it runs), or build another
+# release with $NODENS_COREDNS_VERSION=v1.x.y.
 set -euo pipefail
 
-VERSION="${NODENS_COREDNS_VERSION:-v1.14.7}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VERSION="${NODENS_COREDNS_VERSION:-v$(tr -d '[:space:]' <"$ROOT/coredns.version")}"
 
 if [[ -n "${NODENS_COREDNS:-}" ]]; then
   if [[ ! -x "$NODENS_COREDNS" ]]; then

@@ -13,8 +13,8 @@ import { decodeMessage, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
-import { EdnsOption as OptionCode, Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
-import { Request, type SubQueryRouter, type Transport } from './request.ts';
+import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
+import { Request, isSupportedOption, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it. */
 export interface RoutedBlock {
@@ -277,7 +277,8 @@ const V6_LIMIT = { compressAbove: 1220 };
 
 /**
  * CoreDNS's SizeAndDo: when the query had an OPT, the reply gets one too — its
- * own, normalised, or the query's, with only the options CoreDNS echoes.
+ * own, normalised, or the query's, with only the options some plugin declared
+ * (setSupportedOption): since CoreDNS 1.15.0 unhandled options are not echoed.
  */
 export function sizeAndDo(req: Request, reply: Message): void {
   const q = req.msg.edns;
@@ -297,10 +298,9 @@ export function sizeAndDo(req: Request, reply: Message): void {
   };
 }
 
-// NSID, EXPIRE, COOKIE, TCP-KEEPALIVE, PADDING: the options CoreDNS passes back untouched.
+// Only options a plugin registered are passed back (CoreDNS 1.15.0's supportedOptions).
 function isEchoedOption(o: { code: number }): boolean {
-  const c = o.code;
-  return c === OptionCode.NSID || c === OptionCode.EXPIRE || c === OptionCode.COOKIE || c === OptionCode.TCP_KEEPALIVE || c === OptionCode.PADDING;
+  return isSupportedOption(o.code);
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */

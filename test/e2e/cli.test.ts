@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
 import { dig, kdig, status, flags } from '../helpers/dig.ts';
+import { COREDNS_VERSION } from '../../src/version.ts';
 
 function run(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -86,7 +87,7 @@ describe('command line', () => {
   test('-version prints the two version lines and exits 0', async () => {
     const r = await run(['-version']);
     assert.equal(r.code, 0);
-    assert.match(r.stdout, /^CoreDNS-1\.14\.7\nlinux\/\w+, node-v24\.[\d.]+, nodens-[\d.]+\n$/);
+    assert.match(r.stdout, new RegExp(`^CoreDNS-${COREDNS_VERSION.replaceAll('.', '\\.')}\\nlinux/\\w+, node-v24\\.[\\d.]+, nodens-[\\d.]+\\n$`));
   });
 
   test('-plugins lists the plugins one per line, then a blank line', async () => {

@@ -52,7 +52,7 @@ test('CoreDNS and nodens follow the same watch events', { timeout: 120_000 }, as
     api.delete('Service', 'testns', 'svc1');
     api.upsert({ kind: 'Service', metadata: { name: 'added', namespace: 'testns' }, spec: { clusterIP: '10.0.0.88', clusterIPs: ['10.0.0.88'], ports: [{ name: 'dns', port: 53, protocol: 'UDP' }] } });
     api.delete('Pod', 'testns', 'pod1');
-    api.upsert({ kind: 'Pod', metadata: { name: 'pod8', namespace: 'testns' }, status: { phase: 'Running', podIP: '10.244.0.8' } } as KObject);
+    api.upsert({ kind: 'Pod', metadata: { name: 'pod8', namespace: 'testns' }, status: { phase: 'Running', podIP: '10.244.0.8', podIPs: [{ ip: '10.244.0.8' }] } } as KObject);
     api.delete('Namespace', undefined, 'other');
     // Both converge: wait until the reference shows the last change, then compare everything.
     const t0 = Date.now();

@@ -11,6 +11,7 @@ import { boundPort } from '../../src/plugin/pkg/httpserver.ts';
 import { TIME_BUCKETS } from '../../src/plugin/pkg/metrics.ts';
 import { qTypeLabel } from '../../src/plugin/prometheus/vars.ts';
 import { get, query, scrape, value, type Family } from './prometheus-util.ts';
+import { COREDNS_VERSION } from '../../src/version.ts';
 
 /** `fail` returns SERVFAIL with an error, writing nothing. */
 const fail: PluginDefinition = {
@@ -75,7 +76,7 @@ describe('prometheus', () => {
       assert.equal(value(m, 'coredns_dns_do_requests_total', { zone: '.' }), 1);
 
       const resp = (want: Record<string, string>) => value(m, 'coredns_dns_responses_total', { server, ...want });
-      // The plugin after prometheus in the chain (log) is what CoreDNS 1.14.7 reports for whoami's replies.
+      // The plugin after prometheus in the chain (log) is what CoreDNS reports for whoami's replies.
       assert.equal(resp({ zone: '.', rcode: 'NOERROR', plugin: 'log' }), 3);
       // Nothing written, the chain returned SERVFAIL: rcode from the status, no plugin.
       assert.equal(resp({ zone: 'example.org.', rcode: 'SERVFAIL', plugin: '' }), 1);
@@ -100,7 +101,7 @@ describe('prometheus', () => {
         'dns://:0 . log', 'dns://:0 . prometheus', 'dns://:0 . whoami',
         'dns://:0 example.org. fail', 'dns://:0 example.org. prometheus',
       ].sort());
-      assert.equal(value(m, 'coredns_build_info', { version: '1.14.7' }), 1);
+      assert.equal(value(m, 'coredns_build_info', { version: COREDNS_VERSION }), 1);
     } finally {
       await s.stop();
     }

@@ -10,6 +10,7 @@ import { startInProcess, startProcess, freePort, type NodensProcess } from '../h
 import { period } from '../../src/plugin/reload/setup.ts';
 import { parseCorefile } from '../../src/corefile/parser.ts';
 import { serverBlocksSha512 } from '../../src/corefile/hash.ts';
+import { COREDNS_VERSION } from '../../src/version.ts';
 import { get, query, scrape, sleep, until, value } from './prometheus-util.ts';
 
 const S = 1000000000n;
@@ -54,7 +55,7 @@ describe('reload: polling bin/nodens', () => {
       const first = await p.waitFor(/^\[INFO\] plugin\/reload: Running configuration SHA512 = [0-9a-f]{128}$/);
       const expected = serverBlocksSha512(parseCorefile(readFileSync(file, 'utf8'), file, { isDirective: () => true }));
       assert.equal(first.split(' = ')[1], expected);
-      assert.equal(p.stdout.indexOf(first), p.stdout.indexOf('CoreDNS-1.14.7') - 1, 'SHA512 line just before the version lines');
+      assert.equal(p.stdout.indexOf(first), p.stdout.indexOf(`CoreDNS-${COREDNS_VERSION}`) - 1, 'SHA512 line just before the version lines');
 
       // Only a trailing comment: same parsed blocks, no reload.
       writeFileSync(file, readFileSync(file, 'utf8') + '# a comment\n');

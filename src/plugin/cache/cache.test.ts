@@ -148,8 +148,9 @@ test('miss passes the reply on with every TTL set to the cache duration; a hit p
   h.advance(2500);
   const hit = await h.ask('www.example.', { id: 200, rd: false });
   assert.equal(h.stub.calls, 1, 'answered from the cache');
-  // A hit: the client's ID, RD and question; AA=1 always; RA and rcode as stored; TTLs count down by whole seconds.
-  assert.deepEqual(hit, withTtl(expected, 58, { id: 200, rd: false, aa: true }));
+  // A hit: the client's ID, RD and question; AA, RA and rcode as stored (CoreDNS 1.15.0; 1.14.7 set AA=1 on
+  // every hit); TTLs count down by whole seconds.
+  assert.deepEqual(hit, withTtl(expected, 58, { id: 200, rd: false }));
 
   h.advance(499); // 2.999 s after storing: still 58
   assert.deepEqual(ttls(await h.ask('www.example.')), [58, 58, 58]);
@@ -163,8 +164,8 @@ test('miss passes the reply on with every TTL set to the cache duration; a hit p
   assert.equal(h.stub.calls, 2);
 });
 
-test('a hit for a mixed-case query echoes the client\'s question; ID/RD come from the request, RA from the stored reply', async () => {
-  const h = await setup('. {\n cache\n}', answering({ answer: [a('mixed.example.', 100)], ra: false }));
+test('a hit for a mixed-case query echoes the client\'s question; ID/RD come from the request, AA and RA from the stored reply', async () => {
+  const h = await setup('. {\n cache\n}', answering({ answer: [a('mixed.example.', 100)], ra: false, aa: true }));
   await h.ask('mixed.example.');
   const hit = await h.ask('MiXeD.Example.', { id: 7, rd: false });
   assert.equal(h.stub.calls, 1, 'the name is compared case-insensitively');
@@ -383,7 +384,7 @@ test('serve_stale (immediate): an expired entry is served with TTL 0 while one r
   const first = await h.ask('a.stale.example.', { id: 1 });
   h.advance(15000);
   const stale = await h.ask('a.stale.example.', { id: 2 });
-  assert.deepEqual(stale, withTtl(first, 0, { id: 2, aa: true }), 'the stored reply with TTL 0');
+  assert.deepEqual(stale, withTtl(first, 0, { id: 2 }), 'the stored reply with TTL 0');
   await tick();
   assert.equal(h.stub.calls, 2, 'one background refresh');
   assert.equal(h.seen[1]!.ad, true);
@@ -451,7 +452,7 @@ test('serve_stale verify: the next plugin is asked first; NOERROR/NXDOMAIN repla
     const before = h.stub.calls;
     const r = await h.ask('v.example.', { id: 9 });
     assert.equal(h.stub.calls, before + 1, `${m}: asked first`);
-    assert.deepEqual(r, withTtl(first, 0, { id: 9, aa: true }), `${m}: the stale entry is served`);
+    assert.deepEqual(r, withTtl(first, 0, { id: 9 }), `${m}: the stale entry is served`);
   }
   mode = 'new';
   h.advance(20000);
@@ -464,6 +465,27 @@ test('serve_stale verify: the next plugin is asked first; NOERROR/NXDOMAIN repla
   h.advance(20000);
   assert.equal((await h.ask('v.example.')).rcode, 3, 'NXDOMAIN replaces it too');
   assert.equal((await h.ask('v.example.')).rcode, 3);
+});
+
+test('serve_stale verify: concurrent requests each verify unless VERIFY_TIMEOUT or FAILURE_RECHECK is set (CoreDNS 1.15.0 trackRefresh)', async () => {
+  for (const [opts, verifies] of [['verify', 2], ['verify 10s', 1], ['verify 0s 0s 30s', 1]] as const) {
+    let release: (() => void) | undefined;
+    let slow = false;
+    const h = await setup(`. {\n cache {\n  serve_stale 1h ${opts}\n }\n}`, async (req, w) => {
+      if (slow) await new Promise<void>((r) => { release ??= r; if (release !== r) { const prev = release; release = () => { prev(); r(); }; } });
+      w.writeMsg(build(req.msg, { answer: [a(req.qname, 10, slow ? '192.0.2.2' : '192.0.2.1')] }));
+      return 0;
+    });
+    await h.ask('c.example.');
+    h.advance(20000);
+    slow = true;
+    const one = h.exchange('c.example.', { id: 1 });
+    const two = h.exchange('c.example.', { id: 2 });
+    await tick();
+    assert.equal(h.stub.calls, 1 + verifies, `${opts}: ${verifies} verify request(s) upstream`);
+    release?.();
+    await Promise.all([one, two]);
+  }
 });
 
 test('serve_stale verify VERIFY_TIMEOUT: a slow refresh serves the stale entry at the timeout and fills the cache later', async () => {
@@ -495,7 +517,7 @@ test('servfail DURATION: SERVFAIL cached that long (default 5 s, 0 = not at all)
   assert.equal(first.rcode, 2);
   h.advance(2999);
   const hit = await h.ask('a.sf.example.', { id: 2 });
-  assert.deepEqual(hit, canon({ ...first, id: 2, aa: true }));
+  assert.deepEqual(hit, canon({ ...first, id: 2 }));
   assert.equal(h.stub.calls, 1);
   assert.equal(await metricValue('coredns_cache_hits_total', { ...labels, type: 'denial' }), 1);
   h.advance(1);
@@ -625,17 +647,113 @@ test('cache ZONES: names outside them pass straight to the next plugin, uncached
   assert.equal(h.stub.calls, 3);
 });
 
-test('an error from the next plugin is passed up and nothing is cached', async () => {
+test('an error other than SERVFAIL from the next plugin is passed up and nothing is cached', async () => {
   let fail = true;
   const h = await setup('. {\n cache\n}', (req, w) => {
-    if (fail) throw new PluginError(2, 'no next plugin found');
+    if (fail) throw new PluginError(5, 'refused by policy');
     w.writeMsg(build(req.msg, { answer: [a(req.qname, 300)] }));
     return 0;
   });
-  await assert.rejects(h.exchange('err.example.'), (e: unknown) => e instanceof PluginError && e.rcode === 2);
+  await assert.rejects(h.exchange('err.example.'), (e: unknown) => e instanceof PluginError && e.rcode === 5);
   fail = false;
   assert.equal((await h.ask('err.example.')).rcode, 0);
   assert.equal(h.stub.calls, 2);
+});
+
+test('a SERVFAIL error with nothing written is cached as a SERVFAIL for the servfail duration (CoreDNS 1.15.0)', async () => {
+  let fail = true;
+  let async = false;
+  const h = await setup('. {\n cache\n}', (req, w) => {
+    if (fail) {
+      const e = new PluginError(2, 'plugin/forward: no healthy proxies');
+      if (async) return Promise.reject(e);
+      throw e;
+    }
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 300)] }));
+    return 0;
+  });
+  const labels = { server: SERVER, zones: '.' };
+  // The error goes up (the server answers this request), and the failure is stored.
+  await assert.rejects(h.exchange('sf.example.', { id: 1 }), (e: unknown) => e instanceof PluginError && e.rcode === 2);
+  fail = false;
+  h.advance(4999);
+  const denialHits = await metricValue('coredns_cache_hits_total', { ...labels, type: 'denial' }) ?? 0;
+  const { w, rc } = await h.exchange('SF.example.', { id: 2, rd: false });
+  assert.equal(rc, 0);
+  assert.equal(h.stub.calls, 1, 'answered from the cache');
+  assert.deepEqual(w.msgs, [canon({
+    id: 2, qr: true, opcode: 0, aa: false, tc: false, rd: false, ra: false, z: false, ad: false, cd: false, rcode: 2,
+    question: [{ name: 'SF.example.', type: 1, class: 1 }], answer: [], authority: [], additional: [],
+  })], 'a bare SERVFAIL: no AA, no RA');
+  assert.equal(await metricValue('coredns_cache_hits_total', { ...labels, type: 'denial' }), denialHits + 1);
+  h.advance(1); // default servfail 5 s: expired
+  assert.equal((await h.ask('sf.example.')).rcode, 0);
+  assert.equal(h.stub.calls, 2);
+
+  // An asynchronous failure too.
+  fail = true;
+  async = true;
+  await assert.rejects(h.exchange('sf2.example.'), (e: unknown) => e instanceof PluginError && e.rcode === 2);
+  fail = false;
+  assert.equal((await h.ask('sf2.example.')).rcode, 2);
+  assert.equal(h.stub.calls, 3);
+});
+
+test('a SERVFAIL error is not cached with servfail 0, nor when the next plugin had written a reply', async () => {
+  let fail = true;
+  const off = await setup('. {\n cache {\n  servfail 0\n }\n}', (req, w) => {
+    if (fail) throw new PluginError(2, 'upstream timeout');
+    w.writeMsg(build(req.msg, { answer: [a(req.qname, 300)] }));
+    return 0;
+  });
+  await assert.rejects(off.exchange('off.example.'));
+  fail = false;
+  assert.equal((await off.ask('off.example.')).rcode, 0);
+  assert.equal(off.stub.calls, 2);
+
+  const wrote = await setup('. {\n cache\n}', (req, w) => {
+    w.writeMsg(build(req.msg, { rcode: 3, authority: [soa(60, 30)] }));
+    throw new PluginError(2, 'failed after writing');
+  });
+  await assert.rejects(wrote.exchange('w.example.'));
+  const again = await wrote.ask('w.example.');
+  assert.equal(again.rcode, 3, 'the written NXDOMAIN is what the cache holds');
+  assert.equal(wrote.stub.calls, 1);
+});
+
+test('a NOTIFY goes to the next plugin, neither answered from nor stored in the cache (CoreDNS 1.15.0)', async () => {
+  const h = await setup('. {\n cache\n}', answering({ answer: [a('n.example.', 300)] }));
+  await h.ask('n.example.');
+  const notify = async () => {
+    const req = makeRequest('n.example.', { type: 6 });
+    req.msg.opcode = 4;
+    const w = new CaptureWriter();
+    await settle(h.cache.serveDNS(req, w));
+    return w;
+  };
+  await notify();
+  await notify();
+  assert.equal(h.stub.calls, 3);
+  await h.ask('n.example.', { type: 6 });
+  assert.equal(h.stub.calls, 4, 'the NOTIFY replies were not stored');
+  await h.ask('n.example.');
+  assert.equal(h.stub.calls, 4, 'a QUERY is still answered from the cache');
+});
+
+test('a reply without a question is passed on, not cached, with CoreDNS 1.15.0\'s warning', async () => {
+  const lines: string[] = [];
+  const h = await setup('. {\n cache\n}', (req, w) => {
+    const m = build(req.msg, { answer: [a(req.qname, 300)] });
+    m.question = [];
+    w.writeMsg(m);
+    return 0;
+  });
+  h.cache.log = { ...h.cache.log!, warning: (msg: string) => { lines.push(msg); } };
+  const r = await h.ask('Noq.example.');
+  assert.equal(r.question.length, 0);
+  await h.ask('noq.example.');
+  assert.equal(h.stub.calls, 2);
+  assert.deepEqual(lines, Array(2).fill('Not caching malformed response with an empty question section for "noq.example."'));
 });
 
 // ---- serve_stale / prefetch details checked against CoreDNS's handler.go, cache.go and item.go -----
@@ -650,11 +768,11 @@ test('serve_stale immediate: a SERVFAIL from the background refresh is not store
   const first = await h.ask('a.sfr.example.', { id: 1 });
   servfail = true;
   h.advance(20000);
-  assert.deepEqual(await h.ask('a.sfr.example.', { id: 2 }), withTtl(first, 0, { id: 2, aa: true }));
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 2 }), withTtl(first, 0, { id: 2 }));
   await tick();
   assert.equal(h.stub.calls, 2, 'the refresh got SERVFAIL');
   assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 0, 'the refresh\'s SERVFAIL was not cached');
-  assert.deepEqual(await h.ask('a.sfr.example.', { id: 3 }), withTtl(first, 0, { id: 3, aa: true }), 'still the stale answer');
+  assert.deepEqual(await h.ask('a.sfr.example.', { id: 3 }), withTtl(first, 0, { id: 3 }), 'still the stale answer');
 });
 
 test('serve_stale: a cached SERVFAIL does not shadow a positive entry that is stale but within DURATION', async () => {
@@ -821,7 +939,7 @@ test('serve_stale verify: a truncated reply, one for another question or an Othe
     const before = h.stub.calls;
     const { w } = await h.exchange('a.vbad.example.', { id: 5 });
     assert.equal(h.stub.calls, before + 1, `${m}: asked first`);
-    assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 5, aa: true })], `${m}: only the stale entry is written`);
+    assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 5 })], `${m}: only the stale entry is written`);
   }
   assert.equal(await metricValue('coredns_cache_drops_total', labels), 0, 'discarded before the cache looks at it');
 });
@@ -843,9 +961,9 @@ test('serve_stale verify with prefer_positive: only a usable positive answer is 
   h.advance(20000);
   const { w } = await h.exchange('a.vpp.example.', { id: 3 });
   assert.equal(h.stub.calls, 2, 'asked first');
-  assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 3, aa: true })], 'the stale positive answer, not the NXDOMAIN');
+  assert.deepEqual(w.msgs, [withTtl(first, 0, { id: 3 })], 'the stale positive answer, not the NXDOMAIN');
   assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'the NXDOMAIN was cached');
-  assert.deepEqual(await h.ask('a.vpp.example.', { id: 4 }), withTtl(first, 0, { id: 4, aa: true }), 'the stale positive entry still wins');
+  assert.deepEqual(await h.ask('a.vpp.example.', { id: 4 }), withTtl(first, 0, { id: 4 }), 'the stale positive entry still wins');
   assert.equal(h.stub.calls, 3, 'and is verified again');
 
   mode = 'ok';
@@ -862,7 +980,7 @@ test('serve_stale verify with prefer_positive: only a usable positive answer is 
   assert.equal(await metricValue('coredns_cache_entries', { ...labels, type: 'denial' }), 1, 'and removes the denial entry');
 });
 
-test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new entry (AA=1, its remaining TTL), as CoreDNS does', async () => {
+test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new entry (its AA, its remaining TTL), as CoreDNS does', async () => {
   let n = 0;
   const h = await setup('vin.example {\n cache {\n  serve_stale 1h verify 1s\n }\n}', () => 0);
   h.fn = (req, w) => {
@@ -878,7 +996,7 @@ test('serve_stale verify VERIFY_TIMEOUT: a reply in time is written from the new
   assert.equal(h.stub.calls, 2);
   assert.equal(rc, 0);
   const upstream = build(req.msg, { answer: [a('a.vin.example.', 10, '192.0.2.2')], ra: false });
-  assert.deepEqual(w.msgs, [withTtl(upstream, 8, { id: 6, aa: true })], 'toMsg of the new item: AA=1, TTL 10 - 2');
+  assert.deepEqual(w.msgs, [withTtl(upstream, 8, { id: 6 })], 'toMsg of the new item: its AA, TTL 10 - 2');
 
   await h.exchange('e.vin.example.', { edns: {} });
   h.advance(20000);

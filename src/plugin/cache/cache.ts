@@ -2,11 +2,13 @@
 // as wire bytes without their OPT record, every TTL already set to the cache
 // duration; a hit copies the bytes and patches ID, flags, question and TTLs.
 
-import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
+import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
+import { replyTo } from '../../wire/message.ts';
 import { asciiLower } from '../../wire/name.ts';
 import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
@@ -66,6 +68,8 @@ export class Item {
   readonly denial: boolean;
   readonly servfail: boolean;
   readonly rcode: number;
+  /** The stored reply's AA: a hit carries it as it was (CoreDNS 1.15.0; 1.14.7 always set AA). */
+  readonly aa: boolean;
   readonly ad: boolean;
   readonly ra: boolean;
   hits = 0;
@@ -88,6 +92,7 @@ export class Item {
     this.denial = denial;
     this.servfail = servfail;
     this.rcode = wire[3]! & 0x0f;
+    this.aa = (wire[2]! & 0x04) !== 0;
     this.ad = (wire[3]! & 0x20) !== 0;
     this.ra = (wire[3]! & 0x80) !== 0;
   }
@@ -238,6 +243,8 @@ export class Cache implements Handler {
   view = '';
   /** Injected clock (tests). */
   now: () => number = Date.now;
+  /** `[WARNING] plugin/cache: …` lines; set by setup. */
+  log: PluginLogger | undefined;
   private readonly bound = new Map<string, Bound>();
 
   constructor(o: CacheOptions) {
@@ -265,6 +272,8 @@ export class Cache implements Handler {
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
     const msg = req.msg;
+    // Only QUERY is cached or answered from the cache (CoreDNS 1.15.0): a NOTIFY goes to the next plugin.
+    if (msg.opcode !== Opcode.QUERY) return nextOrFailure(this.name, this.next, req, w);
     const qname = req.name;
     const zone = zonesMatches(this.o.zones, qname);
     if (zone === '') return nextOrFailure(this.name, this.next, req, w);
@@ -352,7 +361,7 @@ export class Cache implements Handler {
     out[0] = id >> 8;
     out[1] = id & 0xff;
     const opcode = msg.opcode;
-    out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === Opcode.QUERY && msg.rd ? 0x01 : 0);
+    out[2] = 0x80 | (opcode << 3) | (item.aa ? 0x04 : 0) | (opcode === Opcode.QUERY && msg.rd ? 0x01 : 0);
     out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === Opcode.QUERY && msg.cd ? 0x10 : 0) | item.rcode;
     // The client's question bytes (req.wire) stand in the reply when they equal the stored ones;
     // a plugin before us that rewrote the question makes them differ, which the rebuild handles.
@@ -372,10 +381,34 @@ export class Cache implements Handler {
 
   private miss(req: Request, w: ResponseWriter, key: string, doBit: boolean, ad: boolean): HandlerResult {
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
-    if (req.msg.ad) return nextOrFailure(this.name, this.next, req, crr);
     // The next plugins see the query with AD set (CoreDNS hands on a copy with AD=1); plugins that run
     // around the cache keep seeing the client's query.
-    return nextOrFailure(this.name, this.next, req.derive({ msg: { ...req.msg, ad: true } }), crr);
+    const r = req.msg.ad ? req : req.derive({ msg: { ...req.msg, ad: true } });
+    if (this.o.failttl <= 0) return nextOrFailure(this.name, this.next, r, crr);
+    let res: HandlerResult;
+    try {
+      res = nextOrFailure(this.name, this.next, r, crr);
+    } catch (e) {
+      this.cacheFailure(e, r, crr);
+      throw e;
+    }
+    if (typeof res === 'number') return res;
+    return res.catch((e: unknown) => {
+      this.cacheFailure(e, r, crr);
+      throw e;
+    });
+  }
+
+  /**
+   * CoreDNS 1.15.0: when the rest of the chain fails with SERVFAIL without having written anything (forward
+   * when every upstream failed), a SERVFAIL is stored for the servfail duration, so retries are answered from
+   * the cache instead of reaching the upstreams again. It is not sent: the server answers this request.
+   */
+  private cacheFailure(e: unknown, r: Request, crr: CacheWriter): void {
+    if (!(e instanceof PluginError) || e.rcode !== Rcode.SERVFAIL || crr.written) return;
+    const fail = replyTo(r.msg);
+    fail.rcode = Rcode.SERVFAIL;
+    crr.storeOnly(fail);
   }
 
   /** A background refresh (prefetch, or serve_stale immediate): at most one per entry. */
@@ -422,14 +455,17 @@ export class Cache implements Handler {
       this.writeHit(req, w, item, this.staleTtl(item), doBit, ad);
       return 0;
     };
-    if (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs)) {
+    // CoreDNS 1.15.0 trackRefresh: with FAILURE_RECHECK or VERIFY_TIMEOUT one verify at a time per entry (the
+    // others serve stale at once); with neither, every request verifies for itself.
+    const track = this.o.failureRecheckMs > 0 || this.o.verifyTimeoutMs > 0;
+    if (track && (item.refreshing || (this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs))) {
       return serveStale();
     }
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
     crr.verify = true;
     crr.hold = this.o.verifyTimeoutMs > 0;
     const r = req.derive({ msg: { ...req.msg, ad: true } });
-    item.refreshing = true;
+    if (track) item.refreshing = true;
     let run: Promise<number>;
     try {
       run = Promise.resolve(nextOrFailure(this.name, this.next, r, crr));
@@ -437,6 +473,7 @@ export class Cache implements Handler {
       run = Promise.reject(e);
     }
     const settled = run.then(() => true, () => true).finally(() => {
+      if (!track) return;
       item.refreshing = false;
       item.failedAt = crr.refreshed ? 0 : this.now(); // a reply taken after the timeout counts too
     });
@@ -450,7 +487,7 @@ export class Cache implements Handler {
         return serveStale();
       }
       if (!crr.refreshed) return serveStale();
-      // CoreDNS verifyWithTimeout: the client gets the new entry as a hit would show it (AA=1, its
+      // CoreDNS verifyWithTimeout: the client gets the new entry as a hit would show it (its
       // remaining TTL); the refresh already attached its Extended DNS Errors to the request.
       const s = crr.stored;
       if (s !== undefined) this.writeHit(req, w, s, this.o.keepttl ? s.origTtl : s.ttl(this.now()), doBit, ad, false);
@@ -547,6 +584,10 @@ export class CacheWriter implements ResponseWriter {
   /** verify: the last reply was taken as a refresh (stored or not, in time or not). */
   refreshed = false;
   stored: Item | undefined;
+  /** Something was written through this writer (CoreDNS lastResponse != nil). */
+  written = false;
+  /** storeOnly: cache the reply, send nothing (CoreDNS's prefetch flag on a client's writer). */
+  private noSend = false;
 
   constructor(c: Cache, req: Request, key: string, doBit: boolean, ad: boolean, inner: ResponseWriter | undefined) {
     this.c = c;
@@ -557,7 +598,18 @@ export class CacheWriter implements ResponseWriter {
     this.inner = inner;
   }
 
+  /** Cache `reply` as if the chain had written it, without sending it anywhere. */
+  storeOnly(reply: Message): void {
+    this.noSend = true;
+    try {
+      this.process(reply, undefined);
+    } finally {
+      this.noSend = false;
+    }
+  }
+
   writeWire(reply: Uint8Array): void {
+    this.written = true;
     let m: Message;
     try {
       m = decodeMessage(reply);
@@ -569,6 +621,7 @@ export class CacheWriter implements ResponseWriter {
   }
 
   writeMsg(reply: Message): void {
+    this.written = true;
     this.process(reply, undefined);
   }
 
@@ -592,7 +645,12 @@ export class CacheWriter implements ResponseWriter {
         this.refreshed = true;
       }
     }
-    let cacheable = !res.tc && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
+    const noQuestion = res.question.length === 0;
+    if (noQuestion && !res.tc) {
+      // A reply without a question cannot be keyed (CoreDNS 1.15.0 warns instead of crashing).
+      c.log?.warning(`Not caching malformed response with an empty question section for ${JSON.stringify(this.req.name)}`);
+    }
+    let cacheable = !res.tc && !noQuestion && mt !== ResponseType.OtherError && mt !== ResponseType.Meta && mt !== ResponseType.Update;
     if (cacheable && mt === ResponseType.NameError && !hasSoa(res.authority)) cacheable = false;
     if (cacheable && mt === ResponseType.NoError && res.answer.length > 0 && !answersQuestion(res)) {
       if (hasSoa(res.authority)) mt = ResponseType.NoData;
@@ -604,9 +662,9 @@ export class CacheWriter implements ResponseWriter {
     else if (mt === ResponseType.ServerError) duration = o.failttl;
     else duration = clamp(msgTtl, o.minpttl, o.pttl);
 
-    if (cacheable && duration > 0 && res.question.length > 0) {
+    if (cacheable && duration > 0) {
       if (this.matches(res)) {
-        const prefetch = this.inner === undefined || this.hold;
+        const prefetch = this.inner === undefined || this.hold || this.noSend;
         this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
@@ -614,7 +672,7 @@ export class CacheWriter implements ResponseWriter {
       }
     }
     const inner = this.inner;
-    if (inner === undefined || this.late || !send) return;
+    if (inner === undefined || this.late || !send || this.noSend) return;
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
     if (wire !== undefined) {

@@ -187,6 +187,7 @@ export const plugin: PluginDefinition = {
   name: 'cache',
   setup(c) {
     const cache = new Cache(parse(c));
+    cache.log = c.log;
     c.addPlugin((next) => { cache.next = next; return cache; });
   },
 };

@@ -112,6 +112,36 @@ test('hosts file parsing', () => {
   assert.equal(parseHostIP('01.2.3.4'), undefined);
 });
 
+test('hosts file parsing as CoreDNS 1.15.0: over-long fields are dropped with an error line, ASCII white space only', () => {
+  const lines: string[] = [];
+  const log = { debug() {}, info() {}, warning() {}, fatal() {}, debugEnabled: false, error(m: string) { lines.push(m); } };
+  const long = 'x'.repeat(1100) + '.example.org';
+  const m = parseHosts([
+    `10.0.0.1 ${long} kept.example.org`,
+    `${'1'.repeat(1025)} lost.example.org`,
+    '10.0.0.2 after.example.org',
+    `10.0.0.3 ${'é'.repeat(513)}`, // 1026 bytes in UTF-8, 513 characters
+    `10.0.0.4 ${'a'.repeat(1020)}.org`, // exactly 1024 bytes: kept
+    '10.0.0.5 nb\u00a0space.example.org',
+  ].join('\n'), ['.'], false, 'Hosts file "/etc/hosts"', log);
+  assert.deepEqual(m.name4.get('kept.example.org.'), ['10.0.0.1']);
+  assert.equal(m.name4.has(long.toLowerCase() + '.'), false);
+  assert.deepEqual(m.name4.get('after.example.org.'), ['10.0.0.2'], 'the lines after an over-long one are read');
+  assert.equal(m.name4.has('lost.example.org.'), false);
+  assert.deepEqual(m.name4.get('a'.repeat(1020) + '.org.'), ['10.0.0.4']);
+  assert.deepEqual(m.name4.get('nb\u00a0space.example.org.'), ['10.0.0.5'], 'U+00A0 does not split a field');
+  assert.deepEqual(lines, [
+    'Hosts file "/etc/hosts", line 1: name longer than 1024 bytes, dropping the name',
+    'Hosts file "/etc/hosts", line 2: address longer than 1024 bytes, dropping the line',
+    'Hosts file "/etc/hosts", line 4: name longer than 1024 bytes, dropping the name',
+  ]);
+});
+
+test('inline entries: an over-long field is reported as coming from the inline entries', async () => {
+  const logs = await captureLog(() => runSetup(plugin, `example.org {\n hosts {\n  10.0.0.1 ${'y'.repeat(1030)}\n  10.0.0.2 ok.example.org\n }\n}`));
+  assert.ok(logs.includes('[ERROR] plugin/hosts: Inline hosts entries, line 1: name longer than 1024 bytes, dropping the name'), logs.join('\n'));
+});
+
 async function hostsChain(body: string, next?: StubHandler) {
   const r = await runSetup(plugin, body);
   await r.start();

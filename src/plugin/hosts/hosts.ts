@@ -6,6 +6,7 @@ import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { reverseToAddress } from '../../wire/name.ts';
+import { goQuote } from '../../corefile/address.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
@@ -41,7 +42,7 @@ export class Hostsfile {
     this.origins = origins;
     this.autoReverse = autoReverse;
     this.log = log;
-    if (inline.length > 0) this.inline = parseHosts(inline.join('\n'), origins, autoReverse);
+    if (inline.length > 0) this.inline = parseHosts(inline.join('\n'), origins, autoReverse, 'Inline hosts entries', log);
   }
 
   /** Re-read the file when its mtime or size changed (CoreDNS readHosts). Missing file: keep what we have. */
@@ -60,7 +61,7 @@ export class Hostsfile {
     } catch {
       return;
     }
-    const m = parseHosts(text, this.origins, this.autoReverse);
+    const m = parseHosts(text, this.origins, this.autoReverse, `Hosts file ${goQuote(this.path)}`, this.log);
     this.log?.debug(`Parsed hosts file into ${m.length} entries`);
     this.hmap = m;
     this.mtimeNs = st.mtimeNs;

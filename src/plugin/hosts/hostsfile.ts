@@ -4,6 +4,7 @@ import { formatIPv4, formatIPv4Number, formatIPv6Go, isIPv4Mapped, parseIPv4, pa
 import { nextLabel } from '../../wire/name.ts';
 import { normalizeName } from '../../corefile/address.ts';
 import { zonesMatches } from '../pkg/zones.ts';
+import type { PluginLogger } from '../plugin.ts';
 
 /** Lookup maps of one source (the file, or the inline entries). Addresses are canonical text. */
 export class HostsMap {
@@ -43,17 +44,20 @@ export function parseHostIP(s: string): ParsedIP | undefined {
   return { family: 2, text: formatIPv6Go(b, 0) };
 }
 
-function isGoSpace(c: number): boolean {
-  return c === 0x20 || (c >= 0x09 && c <= 0x0d) || c === 0x85 || c === 0xa0 || c === 0x1680 ||
-    (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000;
+// CoreDNS 1.15.0's isSpace: ASCII white space only (1.14.7 split with bytes.Fields, Unicode spaces too).
+function isSpace(c: number): boolean {
+  return c === 0x20 || (c >= 0x09 && c <= 0x0d);
 }
 
-/** Go's bytes.Fields on a line (split around runs of white space). */
+/** A field longer than this many bytes is dropped (CoreDNS maxFieldSize): no DNS name is that long. */
+export const MAX_FIELD_SIZE = 1024;
+
+/** The fields of a line (split around runs of ASCII white space). */
 function fields(line: string): string[] {
   const out: string[] = [];
   let start = -1;
   for (let i = 0; i < line.length; i++) {
-    if (isGoSpace(line.charCodeAt(i))) {
+    if (isSpace(line.charCodeAt(i))) {
       if (start >= 0) {
         out.push(line.slice(start, i));
         start = -1;
@@ -70,18 +74,36 @@ function add(m: Map<string, string[]>, k: string, v: string): void {
   else l.push(v);
 }
 
-/** Parses hosts text; names outside `origins` are ignored; `autoReverse` fills the PTR map. */
-export function parseHosts(text: string, origins: readonly string[], autoReverse: boolean): HostsMap {
+function oversized(field: string): boolean {
+  return field.length > MAX_FIELD_SIZE || (field.length * 3 > MAX_FIELD_SIZE && Buffer.byteLength(field, 'utf8') > MAX_FIELD_SIZE);
+}
+
+/**
+ * Parses hosts text; names outside `origins` are ignored; `autoReverse` fills the PTR map. A field longer
+ * than MAX_FIELD_SIZE bytes is dropped with an error line naming `source` and the line (CoreDNS 1.15.0):
+ * an address drops its line, a name only itself.
+ */
+export function parseHosts(text: string, origins: readonly string[], autoReverse: boolean, source = '', log?: PluginLogger): HostsMap {
   const hmap = new HostsMap();
   const lines = text.split('\n');
-  for (let raw of lines) {
+  for (let n = 0; n < lines.length; n++) {
+    let raw = lines[n]!;
     const hash = raw.indexOf('#');
     if (hash >= 0) raw = raw.slice(0, hash);
     const f = fields(raw);
+    if (f.length === 0) continue;
+    if (oversized(f[0])) {
+      log?.error(`${source}, line ${n + 1}: address longer than ${MAX_FIELD_SIZE} bytes, dropping the line`);
+      continue;
+    }
     if (f.length < 2) continue;
     const ip = parseHostIP(f[0]);
     if (ip === undefined) continue;
     for (let i = 1; i < f.length; i++) {
+      if (oversized(f[i])) {
+        log?.error(`${source}, line ${n + 1}: name longer than ${MAX_FIELD_SIZE} bytes, dropping the name`);
+        continue;
+      }
       const name = normalizeName(f[i]); // CoreDNS plugin.Name.Normalize: Go's strings.ToLower(dns.Fqdn(s))
       if (zonesMatches(origins, name) === '') continue;
       if (name.length >= 2 && name[0] === '*' && name[1] === '.') {

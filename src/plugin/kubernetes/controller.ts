@@ -56,7 +56,8 @@ export interface Pod {
   name: string;
   namespace: string;
   key: string;
-  podIP: string;
+  /** status.podIPs (CoreDNS 1.15.0 indexes every one; status.podIP alone is not read). */
+  podIPs: string[];
   deleting: boolean;
 }
 
@@ -122,12 +123,19 @@ export function toSlice(o: RawObject, mcs: boolean): Slice {
   };
 }
 
+function sameIPs(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 export function toPod(o: RawObject): Pod {
   const ns = o.metadata.namespace ?? '';
-  const status = (o.status ?? {}) as { podIP?: string };
+  const status = (o.status ?? {}) as { podIPs?: { ip?: string }[] | null };
+  const podIPs = [...new Set((status.podIPs ?? []).map((x) => x.ip ?? ''))];
   return {
     rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
-    podIP: status.podIP ?? '', deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
+    podIPs, deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
   };
 }
 
@@ -463,18 +471,18 @@ export class Controller {
     if (p.deleting) return; // first seen terminating: not cached; update adding the timestamp: ignored
     if (old !== undefined) {
       if (old.rv === p.rv && p.rv !== '') return;
-      if (old.podIP !== '') this.podByIP.remove(old.podIP, old);
+      for (const ip of old.podIPs) this.podByIP.remove(ip, old);
     }
     this.pods.set(p.key, p);
-    if (p.podIP !== '') this.podByIP.add(p.podIP, p);
-    if (old === undefined || old.podIP !== p.podIP) this.touch();
+    for (const ip of p.podIPs) this.podByIP.add(ip, p);
+    if (old === undefined || !sameIPs(old.podIPs, p.podIPs)) this.touch();
   }
 
   removePod(key: string): void {
     const old = this.pods.get(key);
     if (old === undefined) return;
     this.pods.delete(key);
-    if (old.podIP !== '') this.podByIP.remove(old.podIP, old);
+    for (const ip of old.podIPs) this.podByIP.remove(ip, old);
     this.touch();
   }
 

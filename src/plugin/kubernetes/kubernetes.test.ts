@@ -104,10 +104,27 @@ test('handler: unsynced turns NXDOMAIN into SERVFAIL with the SOA', async () => 
   assert.equal((await ask(k, 'api.prod.svc.cluster.local.', 1)).rcode, 0);
 });
 
+test('pods verified: every address of status.podIPs answers, status.podIP alone does not (CoreDNS 1.15.0)', async () => {
+  const { c, k } = handler({ podMode: 'verified' });
+  c.hasSynced = () => true;
+  c.upsertPod({ metadata: { name: 'dual', namespace: 'prod', resourceVersion: '1' }, status: { podIP: '10.244.2.9', podIPs: [{ ip: '10.244.2.9' }, { ip: 'fd00::9' }] } });
+  c.upsertPod({ metadata: { name: 'old', namespace: 'prod', resourceVersion: '1' }, status: { podIP: '10.244.2.10' } });
+  assert.deepEqual((await ask(k, '10-244-2-9.prod.pod.cluster.local.', 1)).answer, ['10-244-2-9.prod.pod.cluster.local.\t5\tIN\tA\t10.244.2.9']);
+  assert.deepEqual((await ask(k, 'fd00--9.prod.pod.cluster.local.', 28)).answer, ['fd00--9.prod.pod.cluster.local.\t5\tIN\tAAAA\tfd00::9']);
+  assert.equal((await ask(k, 'fd00--9.other.pod.cluster.local.', 28)).rcode, 3, 'another namespace');
+  assert.equal((await ask(k, '10-244-2-10.prod.pod.cluster.local.', 1)).rcode, 3, 'podIP without podIPs');
+  // An update that drops an address unindexes it; a deleted pod leaves no address behind.
+  c.upsertPod({ metadata: { name: 'dual', namespace: 'prod', resourceVersion: '2' }, status: { podIPs: [{ ip: 'fd00::9' }] } });
+  assert.equal((await ask(k, '10-244-2-9.prod.pod.cluster.local.', 1)).rcode, 3);
+  assert.equal((await ask(k, 'fd00--9.prod.pod.cluster.local.', 28)).rcode, 0);
+  c.removePod('prod/dual');
+  assert.equal((await ask(k, 'fd00--9.prod.pod.cluster.local.', 28)).rcode, 3);
+});
+
 test('autoPath: a verified pod\'s search path, the host\'s search list, the sentinel (CoreDNS Kubernetes.AutoPath)', () => {
   const from = (ip: string, name: string) => new Request(newQuery(name, 1), undefined, 'udp', ip, 1, '127.0.0.1', 53, 'dns://:53', 0n);
   const { c, k } = handler({ podMode: 'verified', autoPathSearch: ['example.org.'] });
-  c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50' } });
+  c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50', podIPs: [{ ip: '10.244.1.50' }] } });
   assert.deepEqual(k.autoPath(from('10.244.1.50', 'api.prod.svc.cluster.local.')),
     ['prod.svc.cluster.local.', 'svc.cluster.local.', 'cluster.local.', 'example.org.', '']);
   // Outside the plugin's zones, or from an address that is no pod: no search-pathing.
@@ -115,10 +132,10 @@ test('autoPath: a verified pod\'s search path, the host\'s search list, the sent
   assert.equal(k.autoPath(from('10.244.9.9', 'api.prod.svc.cluster.local.')), undefined);
   // Only with `pods verified`.
   const insecure = handler({ podMode: 'insecure' });
-  insecure.c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50' } });
+  insecure.c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50', podIPs: [{ ip: '10.244.1.50' }] } });
   assert.equal(insecure.k.autoPath(from('10.244.1.50', 'api.prod.svc.cluster.local.')), undefined);
   // The root zone gives the short forms.
   const root = handler({ zones: ['.'], podMode: 'verified' });
-  root.c.upsertPod({ metadata: { name: 'client', namespace: 'dev', resourceVersion: '9' }, status: { podIP: '10.244.1.51' } });
+  root.c.upsertPod({ metadata: { name: 'client', namespace: 'dev', resourceVersion: '9' }, status: { podIP: '10.244.1.51', podIPs: [{ ip: '10.244.1.51' }] } });
   assert.deepEqual(root.k.autoPath(from('10.244.1.51', 'x.y.')), ['dev.svc.', 'svc.', '.', '']);
 });

@@ -365,7 +365,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, E
     }
     const out: Entry[] = [];
     for (const p of this.c.podsByIP(ip)) {
-      if (p.podIP === ip && p.namespace === r.namespace) out.push({ host: ip, port: 0, ttl: this.o.ttl, domain });
+      if (p.podIPs.includes(ip) && p.namespace === r.namespace) out.push({ host: ip, port: 0, ttl: this.o.ttl, domain });
     }
     return out.length === 0 ? NAME_ERROR_RESULT : { entries: out, err: OK };
   }

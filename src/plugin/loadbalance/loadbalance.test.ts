@@ -95,6 +95,25 @@ test('only NOERROR replies are reordered', async () => {
   assert.equal(new Set(replies).size, 1);
 });
 
+test('a reply without a question is passed on untouched (CoreDNS 1.15.0)', async () => {
+  const res = await runSetup(plugin, '. {\n loadbalance\n}\n');
+  const replies: string[] = [];
+  const chain = res.chain({
+    name: 'answer',
+    serveDNS(req, w) {
+      const r = replyTo(req.msg);
+      r.question = [];
+      r.answer = [a('x.', '1.0.0.1'), a('x.', '1.0.0.2'), a('x.', '1.0.0.3')];
+      w.writeMsg(r);
+      return 0;
+    },
+  });
+  for (let i = 0; i < 20; i++) {
+    await chain.serveDNS(makeRequest('x.'), { writeMsg: (m) => { replies.push(m.answer.map((x) => (x.data as { address: string }).address).join()); }, writeWire() {} });
+  }
+  assert.deepEqual([...new Set(replies)], ['1.0.0.1,1.0.0.2,1.0.0.3']);
+});
+
 const cidrs = (...list: string[]): Cidr[] => list.map((c) => parseCidr(c)!);
 const E2 = 'plugin/loadbalance: Corefile:2 - Error during parsing: ';
 const E3 = 'plugin/loadbalance: Corefile:3 - Error during parsing: ';

@@ -1,7 +1,7 @@
 // The prometheus plugin's place in the chain: after the rest of the chain has
 // run, record the query and its reply (CoreDNS plugin/metrics/handler.go).
 //
-// The `plugin` label of coredns_dns_responses_total is what CoreDNS 1.14.7
+// The `plugin` label of coredns_dns_responses_total is what CoreDNS (1.14.7, 1.15.0)
 // really reports, checked against its binary: CoreDNS wraps the writer handed
 // to each next plugin and the metrics recorder learns the name only from the
 // wrapper directly around it, so the label is the name of the plugin that
