@@ -274,6 +274,12 @@ describe('routing', () => {
     assert.equal(servedBy(t3, 'example.org.', RRType.DS), 'root');
   });
 
+  test('the DS rule applies to QUERY only: a NOTIFY for a DS goes to the deepest zone (CoreDNS 1.15.0)', () => {
+    const t2 = makeTable({ 'example.org.': answering('example.org'), 'sub.example.org.': answering('sub') });
+    const m = only(serve(t2, query('sub.example.org.', RRType.DS, { opcode: 4 })));
+    assert.equal(txtLabel(m), 'sub');
+  });
+
   test('`.` is the last resort; a name under no zone and no `.` block is REFUSED', () => {
     assert.equal(servedBy(makeTable({ 'example.org.': answering('e'), '.': answering('root') }), 'example.com.'), 'root');
     assert.equal(servedBy(makeTable({ '.': answering('root') }), 'anything.test.'), 'root');

@@ -155,7 +155,8 @@ function route(table: ServeTable, req: Request): RoutedBlock | undefined {
     return root !== undefined && root.chain !== undefined ? root : undefined;
   }
   const q = req.name;
-  const isDS = req.qtype === RRType.DS;
+  // CoreDNS 1.15.0 applies the DS rule to QUERY only: a NOTIFY for a DS goes to the longest zone like any other.
+  const isDS = req.qtype === RRType.DS && req.msg.opcode === Opcode.QUERY;
   let dsBlock: RoutedBlock | undefined;
   let off = 0;
   while (off < q.length - 1) {
