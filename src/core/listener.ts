@@ -206,15 +206,22 @@ class TcpConnection implements ReplySink {
     framed.writeUInt16BE(wire.length, 0);
     framed.set(wire, 2);
     this.socket.write(framed);
-    // Write deadline: a reply still queued in user space (the client does not read)
-    // when the write timeout expires closes the connection, as a Go write deadline would.
-    if (this.socket.writableLength > 0 && this.writeTimer === undefined) {
-      this.writeTimer = setTimeout(() => {
-        this.writeTimer = undefined;
-        if (this.socket.writableLength > 0) this.socket.destroy();
-      }, this.listener.table.writeTimeoutMs ?? TCP_WRITE_TIMEOUT_MS);
-      this.writeTimer.unref();
-    }
+    // Write deadline: replies queued in user space (the kernel's buffers are full: the client does
+    // not read) that make no progress for the write timeout close the connection, as a Go write
+    // deadline ends a blocked write. Armed only when something stays queued.
+    if (this.socket.writableLength > 0 && this.writeTimer === undefined) this.armWriteTimer();
+  }
+
+  private armWriteTimer(): void {
+    const sock = this.socket;
+    const handed = sock.bytesWritten - sock.writableLength;
+    this.writeTimer = setTimeout(() => {
+      this.writeTimer = undefined;
+      if (sock.destroyed || sock.writableLength === 0) return;
+      if (sock.bytesWritten - sock.writableLength === handed) sock.destroy();
+      else this.armWriteTimer();
+    }, this.listener.table.writeTimeoutMs ?? TCP_WRITE_TIMEOUT_MS);
+    this.writeTimer.unref();
   }
 
   destroy(): void {

@@ -5,7 +5,9 @@ import { parse, plugin } from './setup.ts';
 import { parseTable, runSetup } from '../pkg/testing.ts';
 import { startServer } from '../../index.ts';
 import { encodeMessage } from '../../wire/encode.ts';
-import { newQuery } from '../../wire/message.ts';
+import { newQuery, replyTo } from '../../wire/message.ts';
+import type { Handler, PluginDefinition, ResponseWriter } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
 
 const NONE = { readTimeoutMs: undefined, writeTimeoutMs: undefined, idleTimeoutMs: undefined, maxTcpQueries: undefined };
 
@@ -100,6 +102,85 @@ test('timeouts on plain DNS-over-TCP: maxtcpqueries closes the connection after 
     const idle = await session(port, 1);
     assert.deepEqual(idle.ids, [100]);
     assert.ok(idle.closedAfterMs !== undefined && idle.closedAfterMs >= 1900 && idle.closedAfterMs < 3500, String(idle.closedAfterMs));
+  } finally {
+    await srv.stop();
+  }
+});
+
+/** Answers every query with a TXT reply of about 60 kB (TCP only). */
+const bigReplies = {
+  name: 'bigtxt',
+  setup(c: { addPlugin(f: () => Handler): void }): void {
+    const strings = Array.from({ length: 235 }, () => Buffer.alloc(255, 0x61));
+    c.addPlugin(() => ({
+      name: 'bigtxt',
+      serveDNS(req: Request, w: ResponseWriter): number {
+        const m = replyTo(req.msg);
+        m.answer.push({ name: req.qname, type: 16, class: 1, ttl: 0, data: { strings } });
+        w.writeMsg(m);
+        return 0;
+      },
+    }));
+  },
+};
+
+/** Pipeline `n` queries, read nothing for `pauseMs`, then count the replies until the server closes or all came. */
+function slowReader(port: number, n: number, pauseMs: number): Promise<number> {
+  return new Promise((resolve) => {
+    let replies = 0;
+    let buf = Buffer.alloc(0);
+    const s = net.connect(port, '127.0.0.1');
+    const finish = (): void => { s.destroy(); resolve(replies); };
+    s.on('connect', () => {
+      s.pause();
+      const all = Buffer.concat(Array.from({ length: n }, (_, i) => frame('big.example.', i)));
+      s.write(all);
+      setTimeout(() => { s.resume(); }, pauseMs);
+    });
+    s.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+        replies++;
+        buf = buf.subarray(2 + buf.readUInt16BE(0));
+      }
+      if (replies === n) finish();
+    });
+    s.on('error', () => {});
+    s.on('close', finish);
+  });
+}
+
+test('timeouts { write }: a client that stops reading for longer than the write timeout loses its connection', async () => {
+  const n = 400; // ~24 MB of replies: more than the kernel buffers hold
+  for (const [write, pause, all] of [['1s', 2500, false], ['10s', 2500, true]] as const) {
+    const srv = await startServer({
+      corefile: `.:0 {\n bind 127.0.0.1\n timeouts {\n  write ${write}\n }\n bigtxt\n}\n`,
+      plugins: [{ plugin: bigReplies as unknown as PluginDefinition, before: 'whoami' }],
+      log: { sink: () => {} },
+    });
+    try {
+      const got = await slowReader(srv.addresses()[0]!.port, n, pause);
+      if (all) assert.equal(got, n, `write ${write}: every reply arrives`);
+      else assert.ok(got < n, `write ${write}: closed after ${got} replies`);
+    } finally {
+      await srv.stop();
+    }
+  }
+});
+
+test('timeouts of several blocks on one address: the last block that sets a value wins, as CoreDNS\'s NewServer', async () => {
+  const srv = await startServer({
+    corefile: '.:0 {\n bind 127.0.0.1\n timeouts {\n  maxtcpqueries 1\n  read 1s\n }\n whoami\n}\n'
+      + 'example.org:0 {\n bind 127.0.0.1\n timeouts {\n  maxtcpqueries 3\n }\n whoami\n}\n',
+    log: { sink: () => {} },
+  });
+  try {
+    assert.equal(srv.addresses().length, 1);
+    const port = srv.addresses()[0]!.port;
+    const five = await session(port, 5);
+    assert.deepEqual(five.ids, [100, 101, 102], 'the second block\'s maxtcpqueries');
+    const silent = await session(port, 0);
+    assert.ok(silent.closedAfterMs !== undefined && silent.closedAfterMs < 2500, 'the first block\'s read timeout still applies');
   } finally {
     await srv.stop();
   }
