@@ -13,7 +13,7 @@ import type { Token } from '../corefile/token.ts';
 import { isDomainName } from '../wire/name.ts';
 import type { PluginRegistry } from './registry.ts';
 import { DnsListener } from './listener.ts';
-import { subQueryRouter, type RoutedBlock, type ServeTable } from './serve.ts';
+import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
 import { defaultCorefile } from './loader.ts';
 
@@ -58,6 +58,10 @@ class Block implements BlockConfig {
   listenHosts: string[] = [''];
   debug = false;
   stacktrace = false;
+  readTimeoutMs?: number;
+  writeTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  maxTcpQueries?: number;
   readonly pluginNames: string[] = [];
   readonly handlers: Handler[] = [];
   readonly file: string;
@@ -193,6 +197,7 @@ export class Instance implements InstanceServices {
     const unbound = new Map<string, string>();    // zoneAddr without address → first registered
     const zonesByAddr = new Map<string, Map<string, RoutedBlock>>();
     const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean }>();
+    const connByAddr = new Map<string, ConnectionLimits>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns') {
@@ -223,6 +228,13 @@ export class Instance implements InstanceServices {
           if (block.tokens.has('chaos') || block.tokens.has('forward') || block.tokens.has('proxy')) f.chaos = true;
           if (block.debug) f.debug = true;
           if (block.stacktrace) f.stacktrace = true;
+          // timeouts: as CoreDNS's NewServer, the last block on an address that sets a value wins.
+          let c = connByAddr.get(addr);
+          if (c === undefined) connByAddr.set(addr, c = {});
+          if (block.readTimeoutMs !== undefined) c.readTimeoutMs = block.readTimeoutMs;
+          if (block.writeTimeoutMs !== undefined) c.writeTimeoutMs = block.writeTimeoutMs;
+          if (block.idleTimeoutMs !== undefined) c.idleTimeoutMs = block.idleTimeoutMs;
+          if (block.maxTcpQueries !== undefined) c.maxTcpQueries = block.maxTcpQueries;
         }
       }
     }
@@ -233,7 +245,7 @@ export class Instance implements InstanceServices {
       const zoneLengths = new Set([...zones.keys()].map((z) => z.length));
       const table: ServeTable = {
         name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
-        log: this.log, lineage: this.lineage,
+        log: this.log, lineage: this.lineage, ...connByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);

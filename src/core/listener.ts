@@ -7,9 +7,14 @@ import net from 'node:net';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { plainAddress } from '../wire/ip.ts';
 
-/** CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the last reply. */
+/**
+ * CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the
+ * last reply, a reply handed to the kernel within 5 s. The `timeouts` plugin
+ * overrides them per address (ServeTable's ConnectionLimits).
+ */
 export const TCP_READ_TIMEOUT_MS = 3000;
 export const TCP_IDLE_TIMEOUT_MS = 10000;
+export const TCP_WRITE_TIMEOUT_MS = 5000;
 /** How long a stopping listener waits for queries in flight (CoreDNS: 5 s). */
 export const GRACEFUL_STOP_MS = 5000;
 
@@ -176,6 +181,11 @@ class TcpConnection implements ReplySink {
   private readonly remotePort: number;
   private readonly localAddress: string;
   private readonly localPort: number;
+  /** Queries read from this connection (for `timeouts { maxtcpqueries }`). */
+  private served = 0;
+  private ended = false;
+  /** Armed while a reply waits in user space longer than the write timeout allows. */
+  private writeTimer: NodeJS.Timeout | undefined;
 
   constructor(listener: DnsListener, socket: net.Socket) {
     this.listener = listener;
@@ -184,7 +194,7 @@ class TcpConnection implements ReplySink {
     this.remotePort = socket.remotePort ?? 0;
     this.localAddress = plainAddress(socket.localAddress ?? '');
     this.localPort = socket.localPort ?? 0;
-    socket.setTimeout(TCP_READ_TIMEOUT_MS);
+    socket.setTimeout(listener.table.readTimeoutMs ?? TCP_READ_TIMEOUT_MS);
     socket.on('timeout', () => { socket.destroy(); });
     socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
     socket.on('data', (chunk) => { this.onData(chunk); });
@@ -196,11 +206,41 @@ class TcpConnection implements ReplySink {
     framed.writeUInt16BE(wire.length, 0);
     framed.set(wire, 2);
     this.socket.write(framed);
+    // Write deadline: replies queued in user space (the kernel's buffers are full: the client does
+    // not read) that make no progress for the write timeout close the connection, as a Go write
+    // deadline ends a blocked write. Armed only when something stays queued.
+    if (this.socket.writableLength > 0 && this.writeTimer === undefined) this.armWriteTimer();
   }
 
-  destroy(): void { this.socket.destroy(); }
+  private armWriteTimer(): void {
+    const sock = this.socket;
+    const handed = sock.bytesWritten - sock.writableLength;
+    this.writeTimer = setTimeout(() => {
+      this.writeTimer = undefined;
+      if (sock.destroyed || sock.writableLength === 0) return;
+      if (sock.bytesWritten - sock.writableLength === handed) sock.destroy();
+      else this.armWriteTimer();
+    }, this.listener.table.writeTimeoutMs ?? TCP_WRITE_TIMEOUT_MS);
+    this.writeTimer.unref();
+  }
+
+  destroy(): void {
+    if (this.writeTimer !== undefined) clearTimeout(this.writeTimer);
+    this.socket.destroy();
+  }
+
+  /** `timeouts { maxtcpqueries }` reached: no more queries are read; the connection closes after the last reply. */
+  private limitReached(): boolean {
+    const max = this.listener.table.maxTcpQueries ?? -1;
+    if (max <= 0 || this.served < max) return false;
+    this.pending = undefined;
+    this.ended = true;
+    this.socket.end();
+    return true;
+  }
 
   private onData(chunk: Buffer): void {
+    if (this.ended) return;
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
     if (!this.busy) this.drain();
   }
@@ -213,6 +253,7 @@ class TcpConnection implements ReplySink {
       this.pending = this.pending.length === len + 2 ? undefined : this.pending.subarray(len + 2);
       // No read deadline while a query is being answered; the idle clock restarts after the reply.
       this.socket.setTimeout(0);
+      this.served++;
       const l = this.listener;
       const p = serveMessage(l.table, frame, 'tcp', this.remoteAddress, this.remotePort,
         this.localAddress, this.localPort, this);
@@ -222,14 +263,15 @@ class TcpConnection implements ReplySink {
         p.then(() => { this.resume(); }, () => { this.resume(); });
         return;
       }
-      this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+      if (this.limitReached()) return;
+      this.socket.setTimeout(l.table.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS);
     }
   }
 
   private resume(): void {
     this.busy = false;
-    if (this.socket.destroyed) return;
-    this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+    if (this.socket.destroyed || this.limitReached()) return;
+    this.socket.setTimeout(this.listener.table.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS);
     this.drain();
   }
 }

@@ -103,3 +103,47 @@ test('lookup: nesting is bounded (a CNAME that leads back to itself cannot recur
   await assert.rejects(request('loop.example.', 1, router).lookup('loop.example.', 1), /nested more than 8 deep/);
   assert.equal(calls, MAX_LOOKUP_DEPTH);
 });
+
+test('deadline: Infinity by default; derive keeps the earlier one; lookups carry it', async () => {
+  let seen: Request | undefined;
+  const router: SubQueryRouter = { exchange(req) { seen = req; return Promise.resolve(undefined); } };
+  const r = request('example.org.', 1, router);
+  assert.equal(r.deadline, Infinity);
+  const d = r.derive({ deadline: 1000 });
+  assert.equal(d.deadline, 1000);
+  assert.equal(d.derive({ deadline: 2000 }).deadline, 1000);
+  assert.equal(d.derive({ deadline: 500 }).deadline, 500);
+  assert.equal(d.derive({ name: 'x.' }).deadline, 1000);
+  await d.lookup('other.example.', 1);
+  assert.equal(seen!.deadline, 1000);
+});
+
+test('limitUdpSize (bufsize): the root and every derived request report the lower size; never raised; lookups ask with it', async () => {
+  let seen: Request | undefined;
+  const router: SubQueryRouter = { exchange(req) { seen = req; return Promise.resolve(undefined); } };
+  const r = request('example.org.', 1, router);
+  const d = r.derive({ name: 'x.example.org.' });
+  d.limitUdpSize(1000);
+  assert.equal(r.udpSize, 1000);
+  assert.equal(r.size, 1000);
+  assert.equal(r.msg.edns!.udpSize, 1232, 'the message itself is not changed');
+  r.limitUdpSize(1100);
+  assert.equal(d.udpSize, 1000, 'a later, larger limit does not raise it');
+  await r.lookup('other.example.', 1);
+  assert.equal(seen!.msg.edns!.udpSize, 1000);
+  const plain = new Request(newQuery('a.', 1), undefined, 'udp', '192.0.2.1', 1, '127.0.0.1', 53, 'dns://:53', 1n);
+  plain.limitUdpSize(600);
+  assert.equal(plain.udpSize, undefined);
+  assert.equal(plain.size, 512);
+});
+
+test('replyBase: the received query unless a plugin edited it in place (header)', () => {
+  const r = request('example.org.');
+  assert.equal(r.replyBase, r.msg);
+  const msg: Message = { ...r.msg, rd: false };
+  const d = r.derive({ msg });
+  assert.equal(r.replyBase, r.msg, 'a plain derive is not an edit');
+  const e = d.derive({ msg, inPlace: true });
+  assert.equal(r.replyBase, msg);
+  assert.equal(e.replyBase, msg);
+});

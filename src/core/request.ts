@@ -59,6 +59,19 @@ export interface DeriveOptions {
   class?: number;
   /** Pretend the query came over this transport (e.g. `tcp` for a buffer of 65535). */
   proto?: Transport;
+  /**
+   * A deadline (`Date.now()` milliseconds) after which the query is abandoned by
+   * the plugins that honour it (CoreDNS's context deadline, set by `cancel`). A
+   * request keeps the earlier of its own and this one, as a Go context does.
+   */
+  deadline?: number;
+  /**
+   * The change stands for a CoreDNS plugin editing the query itself (header's
+   * query rules): the replies the server makes on its own (SERVFAIL, REFUSED…
+   * after the chain) are built from this request's message, as CoreDNS builds
+   * them from the edited query.
+   */
+  inPlace?: boolean;
 }
 
 export class Request {
@@ -75,6 +88,12 @@ export class Request {
   zone = '.';
   /** process.hrtime.bigint() at arrival. */
   readonly start: bigint;
+  /**
+   * When the query is to be given up (`Date.now()` milliseconds; Infinity: never).
+   * Set through `derive({ deadline })` (the cancel plugin); kept by derived requests
+   * and internal lookups, as CoreDNS's context deadline is.
+   */
+  readonly deadline: number = Infinity;
   private wireBytes: Uint8Array | undefined;
   /**
    * The request this one was derived from, or itself: it holds what derived
@@ -84,6 +103,10 @@ export class Request {
   private pluginName = '';
   private ede: EdnsOption[] | undefined;
   private meta: Map<string, string | (() => string)> | undefined;
+  /** Set on the root by `derive({ inPlace: true })`: the query as the chain last edited it. */
+  private edited: Message | undefined;
+  /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
+  private udpLimit = 0;
   private readonly router: SubQueryRouter | undefined;
   /** How many internal lookups this request is nested in. */
   private readonly depth: number;
@@ -140,11 +163,40 @@ export class Request {
   /** 1 for IPv4 clients, 2 for IPv6 (CoreDNS's `family` label). */
   get family(): 1 | 2 { return this.remoteAddress.includes(':') ? 2 : 1; }
 
+  /**
+   * The query the server's own replies (errors after the chain) are made from:
+   * the message as received, or as a plugin last edited it (`derive({ inPlace: true })`).
+   */
+  get replyBase(): Message { return this.root.edited ?? this.msg; }
+
+  /**
+   * The EDNS buffer size of the query (undefined without EDNS), lowered to the
+   * limit of `limitUdpSize` when one was set on this query or one it derives from.
+   */
+  get udpSize(): number | undefined {
+    const e = this.msg.edns;
+    if (e === undefined) return undefined;
+    const limit = this.root.udpLimit;
+    return limit !== 0 && limit < e.udpSize ? limit : e.udpSize;
+  }
+
   /** The reply size limit the client can take: EDNS size (≥512) over UDP, 65535 over TCP. */
   get size(): number {
     if (this.proto === 'tcp') return TCP_SIZE;
-    const advertised = this.msg.edns?.udpSize ?? 0;
+    const advertised = this.udpSize ?? 0;
     return advertised < MIN_UDP_SIZE ? MIN_UDP_SIZE : advertised;
+  }
+
+  /**
+   * CoreDNS's bufsize: the query's EDNS buffer size becomes at most `max` for
+   * everyone who sees this query — the rest of the chain (through a derived
+   * request whose OPT says so: see the bufsize plugin), and the server's writer,
+   * which advertises it in the reply's OPT and truncates the reply to it, as
+   * CoreDNS does because bufsize rewrites the query's OPT in place.
+   */
+  limitUdpSize(max: number): void {
+    const root = this.root;
+    if (root.udpLimit === 0 || max < root.udpLimit) root.udpLimit = max;
   }
 
   /** Offset just past the question in `wire` (-1 if it cannot be walked): lets a plugin reuse the client's question bytes. */
@@ -205,7 +257,10 @@ export class Request {
       };
       msg = { ...msg, question: [question, ...msg.question.slice(1)] };
     }
-    return this.copy(msg, o.proto ?? this.proto, this.root, this.depth);
+    const r = this.copy(msg, o.proto ?? this.proto, this.root, this.depth);
+    if (o.deadline !== undefined && o.deadline < r.deadline) (r as { deadline: number }).deadline = o.deadline;
+    if (o.inPlace === true) this.root.edited = msg;
+    return r;
   }
 
   /**
@@ -229,7 +284,7 @@ export class Request {
       answer: [...m.answer],
       authority: [...m.authority],
       additional: [...m.additional],
-      edns: m.edns === undefined ? undefined : { ...m.edns, options: [...m.edns.options] },
+      edns: m.edns === undefined ? undefined : { ...m.edns, udpSize: this.udpSize ?? m.edns.udpSize, options: [...m.edns.options] },
     };
     // A sub-query is a query of its own (CoreDNS collects metadata afresh for it): its own root, one level deeper.
     return router.exchange(this.copy(msg, this.proto, undefined, this.depth + 1));
@@ -241,7 +296,8 @@ export class Request {
       this.remoteAddress, this.remotePort, this.localAddress, this.localPort, this.server, this.start, this.router);
     r.zone = this.zone;
     // Set once here, readonly everywhere else.
-    const w = r as unknown as { root: Request; depth: number };
+    const w = r as unknown as { root: Request; depth: number; deadline: number };
+    w.deadline = this.deadline;
     if (root !== undefined) w.root = root;
     w.depth = depth;
     return r;

@@ -23,8 +23,21 @@ export interface RoutedBlock {
   readonly chain: Handler | undefined;
 }
 
+/**
+ * The `timeouts` plugin's values for one listen address (the last block that
+ * sets each wins); unset: the listener's defaults (CoreDNS's 3 s read, 5 s write,
+ * 10 s idle, unlimited queries per connection).
+ */
+export interface ConnectionLimits {
+  readTimeoutMs?: number;
+  writeTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  /** -1: unlimited. */
+  maxTcpQueries?: number;
+}
+
 /** Everything routing needs for one listen address; replaced as a whole on reload. */
-export interface ServeTable {
+export interface ServeTable extends ConnectionLimits {
   /** CoreDNS's server name, e.g. `dns://:53`, `dns://127.0.0.1:1053`. */
   readonly name: string;
   readonly zones: ReadonlyMap<string, RoutedBlock>;
@@ -220,7 +233,8 @@ function afterChainError(table: ServeTable, req: Request, sink: ReplySink, e: un
 
 /** CoreDNS's errorFunc / errorAndMetricsFunc: a bare reply with the rcode, OPT echoed. */
 function writeServerError(table: ServeTable, req: Request, sink: ReplySink, rcode: number, dropped: boolean): void {
-  const reply = replyTo(req.msg);
+  // The query as a plugin may have edited it (CoreDNS answers from the edited *dns.Msg).
+  const reply = replyTo(req.replyBase);
   reply.rcode = rcode;
   sizeAndDo(req, reply);
   const wire = encodeWithin(reply, req.size, compressLimit(req)).wire;
@@ -284,17 +298,19 @@ const V6_LIMIT = { compressAbove: 1220 };
 export function sizeAndDo(req: Request, reply: Message): void {
   const q = req.msg.edns;
   if (q === undefined) return;
+  // req.udpSize: the query's size as the chain left it (bufsize lowers it, as CoreDNS's in-place OPT rewrite).
+  const udpSize = req.udpSize ?? q.udpSize;
   const r = reply.edns;
   if (r !== undefined) {
     r.name = '.';
     r.version = 0;
-    r.udpSize = q.udpSize;
+    r.udpSize = udpSize;
     r.z &= 0x7f00;
     if (q.do) r.do = true;
     return;
   }
   reply.edns = {
-    name: '.', udpSize: q.udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
+    name: '.', udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
     options: q.options.length === 0 ? q.options : q.options.filter(isEchoedOption),
   };
 }
@@ -312,7 +328,7 @@ function addExtendedErrors(edns: Edns, errors: readonly EdnsOption[]): void {
 }
 
 /** A copy of `reply` with the request's OPT (echoed options only) added as the last additional record. */
-function appendOpt(reply: Uint8Array, q: Edns): Uint8Array {
+function appendOpt(reply: Uint8Array, q: Edns, udpSize: number): Uint8Array {
   let optionsLen = 0;
   for (const o of q.options) if (isEchoedOption(o)) optionsLen += 4 + o.data.length;
   const out = Buffer.allocUnsafe(reply.length + 11 + optionsLen);
@@ -320,7 +336,7 @@ function appendOpt(reply: Uint8Array, q: Edns): Uint8Array {
   let p = reply.length;
   out[p++] = 0;                           // owner: root
   out[p++] = 0; out[p++] = 41;            // TYPE OPT
-  out[p++] = q.udpSize >> 8; out[p++] = q.udpSize & 0xff;
+  out[p++] = udpSize >> 8; out[p++] = udpSize & 0xff;
   out[p++] = 0; out[p++] = 0;             // extended rcode, version 0
   out[p++] = (q.do ? 0x80 : 0) | ((q.z >> 8) & 0x7f);
   out[p++] = 0;
@@ -373,13 +389,14 @@ export class ClientWriter implements ResponseWriter {
       if (at === -2 || (at >= 0 && reply[at] !== 0)) { this.writeDecoded(reply); return; }
       if (at >= 0) {
         const p = at + 1; // type(2) class(2) ttl(4): ext-rcode, version, DO|Z-high, Z-low
-        reply[p + 2] = q.udpSize >> 8;
-        reply[p + 3] = q.udpSize & 0xff;
+        const udpSize = req.udpSize ?? q.udpSize;
+        reply[p + 2] = udpSize >> 8;
+        reply[p + 3] = udpSize & 0xff;
         reply[p + 5] = 0;
         if (q.do) reply[p + 6]! |= 0x80;
         reply[p + 7] = 0;
       } else {
-        out = appendOpt(reply, q);
+        out = appendOpt(reply, q, req.udpSize ?? q.udpSize);
       }
     }
     const limit = req.proto === 'udp' ? (req.family === 1 ? 1480 : 1220) : 65535;

@@ -20,6 +20,12 @@ import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
+import { plugin as bufsize } from './bufsize/setup.ts';
+import { plugin as cancel } from './cancel/setup.ts';
+import { plugin as header } from './header/setup.ts';
+import { plugin as local } from './local/setup.ts';
+import { plugin as nsid } from './nsid/setup.ts';
+import { plugin as timeouts } from './timeouts/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   anyPlugin,
@@ -40,4 +46,10 @@ export const builtinPlugins: PluginDefinition[] = [
   ready,
   reload,
   whoami,
+  bufsize,
+  cancel,
+  header,
+  local,
+  nsid,
+  timeouts,
 ];

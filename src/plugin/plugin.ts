@@ -89,6 +89,14 @@ export interface BlockConfig {
   debug: boolean;
   /** Set by `errors { stacktrace }`. */
   stacktrace: boolean;
+  /** Set by `timeouts { read }`: time for a connection's first query (ms); unset: the server's default (3 s). */
+  readTimeoutMs?: number;
+  /** Set by `timeouts { write }`: time for a reply to leave (ms); unset: the server's default (5 s). */
+  writeTimeoutMs?: number;
+  /** Set by `timeouts { idle }`: time between queries of a connection (ms); unset: the server's default (10 s). */
+  idleTimeoutMs?: number;
+  /** Set by `timeouts { maxtcpqueries }`: queries per TCP connection before it is closed; -1 or unset: unlimited. */
+  maxTcpQueries?: number;
   /** Names of the plugins of this block in chain order (filled after setup). */
   readonly pluginNames: string[];
   /** The block's handlers in chain order (filled after setup; read them in startup hooks). */

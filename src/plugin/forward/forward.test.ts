@@ -585,3 +585,23 @@ test('failover RCODE with the other upstream down: the failover is not a down-sk
   }
   assert.equal(await metricValue('coredns_forward_healthcheck_broken_total'), broken, 'not all upstreams were down');
 });
+
+test('a request deadline (the cancel plugin) stops the upstream loop: no new attempt once it has passed', async (t) => {
+  const silent = await Upstream.start(() => { /* never answers */ });
+  const f = await forward(`. {\n forward . ${silent.addr} {\n  max_fails 0\n  read_timeout 100ms\n }\n}`);
+  cleanup(t, f, silent);
+  // Without a deadline: attempts until the connect-attempt cap (2 per upstream).
+  const free = await f.ask('free.example.');
+  assert.equal(free.rcode, 2);
+  assert.equal(silent.queries().filter((s) => s.name === 'free.example.').length, 2);
+  // A deadline 50 ms away: the first attempt runs its read timeout, then the loop stops, as CoreDNS's ctx.Err() check.
+  const req = makeRequest('dl.example.').derive({ deadline: Date.now() + 50 });
+  const o = await ask(f.h, req);
+  assert.equal(o.rcode, 2);
+  assert.equal(silent.queries().filter((s) => s.name === 'dl.example.').length, 1);
+  // A deadline already passed: no attempt at all, CoreDNS's "no healthy proxies".
+  const gone = await ask(f.h, makeRequest('gone.example.').derive({ deadline: Date.now() - 1 }));
+  assert.equal(gone.rcode, 2);
+  assert.equal(gone.err?.message, 'no healthy proxies');
+  assert.equal(silent.queries().filter((s) => s.name === 'gone.example.').length, 0);
+});

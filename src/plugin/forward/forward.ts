@@ -271,12 +271,12 @@ export class Forward implements UpstreamControl {
         const e = msg.edns;
         const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
-        const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize));
+        const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize, req.deadline));
         shared = f.shared;
         if (shared) coalescedCount.inc();
         outcome = await f.promise;
       } else {
-        outcome = await this.resolve(query, qEnd, proto, bufsize);
+        outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline);
       }
       const proxy = outcome.proxy;
       if (proxy !== undefined) req.setMetadata(UPSTREAM_USED, proxy.addr);
@@ -306,8 +306,12 @@ export class Forward implements UpstreamControl {
     }
   }
 
-  /** The per-query upstream loop: a reply (matching or not), or the last error. */
-  private async resolve(query: Buffer, qEnd: number, proto: 'udp' | 'tcp', bufsize: number): Promise<Outcome> {
+  /**
+   * The per-query upstream loop: a reply (matching or not), or the last error.
+   * `cancelAt` is the request's deadline (the cancel plugin): as CoreDNS checks
+   * `ctx.Err()`, no new attempt starts once it has passed.
+   */
+  private async resolve(query: Buffer, qEnd: number, proto: 'udp' | 'tcp', bufsize: number, cancelAt: number): Promise<Outcome> {
     const o = this.opts;
     const all = this.active;
     const n = all.length;
@@ -320,7 +324,8 @@ export class Forward implements UpstreamControl {
     let failovers = 0;
     let attempts = 0;
     let upstreamErr: Error | undefined;
-    while (Date.now() < deadline && (cap === 0 || attempts < cap)) {
+    const stopAt = cancelAt < deadline ? cancelAt : deadline;
+    while (Date.now() < stopAt && (cap === 0 || attempts < cap)) {
       if (i >= list.length) {
         i = 0;
         fails = 0;
