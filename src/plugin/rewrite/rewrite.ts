@@ -163,7 +163,7 @@ export class Reverter implements ResponseWriter {
       return;
     }
     const res = this.withQuestion(copyMessage(reply));
-    if (rules.some(isCname)) {
+    if (hasCname(rules)) {
       const p = this.applyAsync(res, rules).then(() => { this.finish(res); });
       this.pending = this.pending === undefined ? p : this.pending.then(() => p);
       return;
@@ -183,7 +183,7 @@ export class Reverter implements ResponseWriter {
 
   private withQuestion(res: Message): Message {
     if (!this.restore || this.question === undefined) return res;
-    res.question = res.question.length === 0 ? [this.question] : [this.question, ...res.question.slice(1)];
+    res.question = res.question.length <= 1 ? [this.question] : [this.question, ...res.question.slice(1)];
     return res;
   }
 
@@ -291,8 +291,9 @@ export class Reverter implements ResponseWriter {
   }
 }
 
-function isCname(r: ResponseRule): boolean {
-  return r instanceof CnameResponseRule;
+function hasCname(rules: readonly ResponseRule[]): boolean {
+  for (let i = 0; i < rules.length; i++) if (rules[i] instanceof CnameResponseRule) return true;
+  return false;
 }
 
 /** res1.Copy(): the message and its records, so a rule never changes what another holder (cache) keeps. */
@@ -324,14 +325,10 @@ function setOpt(e: Edns, v: OptView): void {
 
 /** Every response rule, last rule first, on every record (authority, answer, additional, then the OPT). */
 export function applyRules(res: Message, rules: readonly ResponseRule[]): void {
-  const sections = [res.authority, res.answer, res.additional];
-  let records = 0;
-  for (const list of sections) {
-    records += list.length;
-    for (const rr of list) {
-      for (let i = rules.length - 1; i >= 0; i--) rules[i]!.apply(res, rr, undefined);
-    }
-  }
+  applySection(res, res.authority, rules);
+  applySection(res, res.answer, rules);
+  applySection(res, res.additional, rules);
+  let records = res.authority.length + res.answer.length + res.additional.length;
   if (res.edns !== undefined) {
     records++;
     const view = optView(res.edns);
@@ -340,6 +337,13 @@ export function applyRules(res: Message, rules: readonly ResponseRule[]): void {
   }
   // A reply without records: the message-level rules (rcode) once.
   if (records === 0) applyMsgRules(res, rules);
+}
+
+function applySection(res: Message, list: readonly ResourceRecord[], rules: readonly ResponseRule[]): void {
+  for (let j = 0; j < list.length; j++) {
+    const rr = list[j]!;
+    for (let i = rules.length - 1; i >= 0; i--) rules[i]!.apply(res, rr, undefined);
+  }
 }
 
 function applyMsgRules(res: Message, rules: readonly ResponseRule[]): void {
