@@ -188,7 +188,13 @@ export class Reverter implements ResponseWriter {
   }
 
   private finish(res: Message): void {
-    if (this.echo) this.sizeAndDo(res);
+    if (this.echo) {
+      // The OPT is set on a copy: the reply may be one a backend keeps.
+      const out: Message = { ...res, edns: res.edns === undefined ? undefined : { ...res.edns } };
+      this.sizeAndDo(out);
+      this.w.writeMsg(out);
+      return;
+    }
     this.w.writeMsg(res);
   }
 
