@@ -1,7 +1,8 @@
 // Per-query cost of the server's own work, without sockets: serveMessage()
 // called in a loop with a sink that drops replies. Run:
-//   node bench/serve.ts [seconds]
-// Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it).
+//   node bench/serve.ts [seconds] [name filter]
+// Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it), a rewrite rule in
+// front of hosts (a query it rewrites, and one it does not match).
 
 import { startServer } from '../src/index.ts';
 import { serveMessage } from '../src/core/serve.ts';
@@ -11,6 +12,8 @@ import { setLogSink } from '../src/core/log.ts';
 
 setLogSink(() => {});
 const seconds = Number(process.argv[2] ?? 2);
+const only = process.argv[3];
+const REWRITE_HOSTS = ' hosts {\n  192.0.2.1 b.example.org\n  192.0.2.2 www.example.org\n }\n}\n';
 
 const scenarios: Array<{ name: string; corefile: string; qname: string; edns: boolean }> = [
   { name: 'whoami', corefile: '.:0 {\n whoami\n}\n', qname: 'www.example.org.', edns: false },
@@ -18,10 +21,14 @@ const scenarios: Array<{ name: string; corefile: string; qname: string; edns: bo
   { name: 'hosts+EDNS', corefile: '.:0 {\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
   { name: 'cache hit', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'cache hit+EDNS', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
+  { name: 'hosts b.example.org', corefile: '.:0 {\n' + REWRITE_HOSTS, qname: 'b.example.org.', edns: false },
+  { name: 'rewrite exact+hosts', corefile: '.:0 {\n rewrite name exact a.example.org b.example.org\n' + REWRITE_HOSTS, qname: 'a.example.org.', edns: false },
+  { name: 'rewrite no match+hosts', corefile: '.:0 {\n rewrite name exact a.example.org b.example.org\n' + REWRITE_HOSTS, qname: 'www.example.org.', edns: false },
   { name: 'cache hit+prometheus', corefile: '.:0 {\n prometheus 127.0.0.1:0\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
 ];
 
 for (const s of scenarios) {
+  if (only !== undefined && !s.name.includes(only)) continue;
   const server = await startServer({ corefile: s.corefile });
   const listener = server.runtime.instance.listeners()[0]!;
   const q = newQuery(s.qname, 1);

@@ -19,6 +19,7 @@ import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
+import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
 import { plugin as bufsize } from './bufsize/setup.ts';
 import { plugin as cancel } from './cancel/setup.ts';
@@ -45,6 +46,7 @@ export const builtinPlugins: PluginDefinition[] = [
   prometheus,
   ready,
   reload,
+  rewrite,
   whoami,
   bufsize,
   cancel,

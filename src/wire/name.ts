@@ -193,30 +193,44 @@ export function addressToReverse(ip: string): string {
 
 const utf8 = new TextEncoder();
 
-function isDigitByte(c: number | undefined): boolean {
-  return c !== undefined && c >= 0x30 && c <= 0x39;
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** The UTF-8 bytes of `s` as a string of char codes 0-255 (`s` itself when it is ASCII). */
+function utf8Codes(s: string): string {
+  if (isAscii(s)) return s;
+  const b = utf8.encode(s);
+  let out = '';
+  for (const c of b) out += String.fromCharCode(c);
+  return out;
+}
+
+function isDigitByte(c: number): boolean {
+  return c >= 0x30 && c <= 0x39;
 }
 
 /**
  * miekg/dns `IsDomainName` (v1.1.72), on the UTF-8 bytes of `s`: any bytes allowed; rejects
  * empty input, empty labels, a leading dot (except `.`), labels of 64+ octets, names longer
- * than miekg's 256-octet limit on the wire and a dangling backslash. Not for the query path
- * (it encodes the name).
+ * than miekg's 256-octet limit on the wire and a dangling backslash. Encodes only non-ASCII names.
  */
 export function isDomainName(s: string): boolean {
   const lenmsg = 256;
   if (s.length === 0) return false;
-  const b = utf8.encode(fqdn(s));
+  // An ASCII name is its own UTF-8: its char codes are walked without encoding (rewrite checks names per query).
+  const b = utf8Codes(fqdn(s));
   let off = 0;
   let begin = 0;
   let wasDot = false;
   let escape = false;
   for (let i = 0; i < b.length; i++) {
-    switch (b[i]) {
+    switch (b.charCodeAt(i)) {
       case 0x5c: // '\\'
         escape = !escape;
         if (off + 1 > lenmsg) return false;
-        if (isDigitByte(b[i + 1]) && isDigitByte(b[i + 2]) && isDigitByte(b[i + 3])) {
+        if (isDigitByte(b.charCodeAt(i + 1)) && isDigitByte(b.charCodeAt(i + 2)) && isDigitByte(b.charCodeAt(i + 3))) {
           i += 3;
           begin += 3;
         } else {
