@@ -245,7 +245,7 @@ export class Instance implements InstanceServices {
       const zoneLengths = new Set([...zones.keys()].map((z) => z.length));
       const table: ServeTable = {
         name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
-        log: this.log, lineage: this.lineage, ...connByAddr.get(addr),
+        log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);
@@ -257,6 +257,9 @@ export class Instance implements InstanceServices {
   applyDebug(): void { this.log.debugEnabled = this.anyDebug; }
 
   // ---- InstanceServices ----
+  get ednsSupported(): ReadonlySet<number> { return this.lineage.store('edns/supported', () => new Set<number>()); }
+  supportEdnsOption(code: number): void { (this.ednsSupported as Set<number>).add(code); }
+
   shared<T>(key: string, create: () => T): T {
     if (!this.sharedValues.has(key)) this.sharedValues.set(key, create());
     return this.sharedValues.get(key) as T;

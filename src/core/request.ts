@@ -23,22 +23,6 @@ const TCP_SIZE = 65535;
 /** Nested internal lookups allowed before one is refused (a CNAME that leads back to itself). */
 export const MAX_LOOKUP_DEPTH = 8;
 
-// CoreDNS's edns.SetSupportedOption / SupportedOption: the EDNS0 option codes a plugin said it handles, which the
-// server copies from the query into a reply that has no OPT of its own (SizeAndDo). Since CoreDNS 1.15.0 nothing is
-// copied unless registered (1.14.7 always copied NSID, EXPIRE, COOKIE, TCP-KEEPALIVE and PADDING). As in CoreDNS the
-// set is process-wide and only grows: a code stays registered across reloads and for every server of the process.
-const supportedOptions = new Set<number>();
-
-/** Declare that a plugin handles EDNS0 option `code` (rewrite's `edns0 local` does, in its setup). */
-export function setSupportedOption(code: number): void {
-  supportedOptions.add(code);
-}
-
-/** Whether `code` was declared with setSupportedOption. */
-export function isSupportedOption(code: number): boolean {
-  return supportedOptions.size !== 0 && supportedOptions.has(code);
-}
-
 /**
  * Routes a request through the zones of the listener it arrived on and
  * captures the reply instead of sending it (the server core provides it).

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import dnsPacket from 'dns-packet';
 import { serveMessage, type ReplySink, type RoutedBlock, type ServeTable } from './serve.ts';
-import { isSupportedOption, setSupportedOption, type Request, type Transport } from './request.ts';
+import type { Request, Transport } from './request.ts';
 import { Logger, setLogSink } from './log.ts';
 import { LineageStore } from './instance.ts';
 import { subscribe } from 'node:diagnostics_channel';
@@ -47,6 +47,7 @@ function makeTable(blocks: Record<string, Handler | null>, opts: { name?: string
     stacktrace: opts.stacktrace ?? false,
     log: new Logger(),
     lineage: new LineageStore(),
+    ednsSupported: new Set<number>(),
     dropped: [],
     panics: 0,
   };
@@ -896,9 +897,9 @@ describe('writeWire (ready-made replies) and Extended DNS Errors', () => {
   });
 });
 
-// ---------------------------------------------------------------- options a plugin registered (last: it lasts)
+// ---------------------------------------------------------------- options a plugin of the server declared
 
-describe('EDNS options registered with setSupportedOption are echoed (CoreDNS 1.15.0 supportedOptions)', () => {
+describe('EDNS options a plugin of the server declared are echoed (CoreDNS 1.15.0 supportedOptions)', () => {
   const cookie: EdnsOption = { code: 10, data: Buffer.from('0102030405060708', 'hex') };
   const local: EdnsOption = { code: 65001, data: Buffer.from('ff', 'hex') };
   const ecs: EdnsOption = { code: 8, data: Buffer.from('0001', 'hex') };
@@ -906,20 +907,20 @@ describe('EDNS options registered with setSupportedOption are echoed (CoreDNS 1.
 
   test('before any registration nothing is echoed; after it, only the registered code, as sent', () => {
     const t = makeTable({ '.': answering('x') });
-    assert.equal(isSupportedOption(65001), false);
     assert.deepEqual(ednsView(only(serve(t, query('example.org.', RRType.A, { edns }))).edns)?.options, []);
-    setSupportedOption(65001);
-    assert.equal(isSupportedOption(65001), true);
-    assert.equal(isSupportedOption(10), false);
+    (t.ednsSupported as Set<number>).add(65001);
     assert.deepEqual(ednsView(only(serve(t, query('example.org.', RRType.A, { edns }))).edns)?.options, ['65001:ff']);
+    // Another server of the same process echoes nothing: the set is the server's.
+    assert.deepEqual(ednsView(only(serve(makeTable({ '.': answering('x') }), query('example.org.', RRType.A, { edns }))).edns)?.options, []);
     // A server-written error reply too.
-    const refused = only(serve(makeTable({ 'example.net.': answering('n') }), query('example.org.', RRType.A, { edns })));
+    const t2 = makeTable({ 'example.net.': answering('n') });
+    (t2.ednsSupported as Set<number>).add(65001);
+    const refused = only(serve(t2, query('example.org.', RRType.A, { edns })));
     assert.equal(refused.rcode, Rcode.REFUSED);
     assert.deepEqual(ednsView(refused.edns)?.options, ['65001:ff']);
   });
 
   test('a ready-made reply gets the same OPT appended as the structured path gives', () => {
-    setSupportedOption(65001);
     const ready: Handler = {
       name: 'cache',
       serveDNS(req, w) {
@@ -929,7 +930,9 @@ describe('EDNS options registered with setSupportedOption are echoed (CoreDNS 1.
         return Rcode.NOERROR;
       },
     };
-    const s = serve(makeTable({ '.': ready }), query('example.org.', RRType.A, { edns }));
+    const t = makeTable({ '.': ready });
+    (t.ednsSupported as Set<number>).add(65001);
+    const s = serve(t, query('example.org.', RRType.A, { edns }));
     assert.equal(s.sink.sent.length, 1);
     const wire = s.sink.sent[0]!;
     assert.deepEqual(wire.subarray(wire.length - 16), Buffer.concat([Buffer.from([0, 0, 41]), u16(1232), Buffer.from([0, 0, 0, 0]), u16(5), u16(65001), u16(1), Buffer.from('ff', 'hex')]));

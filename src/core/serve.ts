@@ -14,7 +14,7 @@ import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
 import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
-import { Request, isSupportedOption, type SubQueryRouter, type Transport } from './request.ts';
+import { Request, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it. */
 export interface RoutedBlock {
@@ -53,6 +53,11 @@ export interface ServeTable extends ConnectionLimits {
   readonly log: ServerLogger;
   /** The server this table belongs to, named in diagnostics-channel events. */
   readonly lineage: Lineage;
+  /**
+   * EDNS0 option codes a plugin of this server said it handles (InstanceServices.supportEdnsOption):
+   * the only ones copied from a query into a reply without an OPT of its own. Live: it only grows.
+   */
+  readonly ednsSupported: ReadonlySet<number>;
   /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
   router?: SubQueryRouter;
 }
@@ -122,7 +127,7 @@ function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | 
     return;
   }
 
-  const w = new ClientWriter(req, sink, table.log);
+  const w = new ClientWriter(req, sink, table.log, table.ednsSupported);
   const block = route(table, req);
   if (block === undefined) {
     writeServerError(table, req, sink, Rcode.REFUSED, true);
@@ -236,7 +241,7 @@ function writeServerError(table: ServeTable, req: Request, sink: ReplySink, rcod
   // The query as a plugin may have edited it (CoreDNS answers from the edited *dns.Msg).
   const reply = replyTo(req.replyBase);
   reply.rcode = rcode;
-  sizeAndDo(req, reply);
+  sizeAndDo(req, reply, table.ednsSupported);
   const wire = encodeWithin(reply, req.size, compressLimit(req)).wire;
   sink.send(wire);
   if (dropped && droppedChannel.hasSubscribers) {
@@ -292,10 +297,10 @@ const V6_LIMIT = { compressAbove: 1220 };
 
 /**
  * CoreDNS's SizeAndDo: when the query had an OPT, the reply gets one too — its
- * own, normalised, or the query's, with only the options some plugin declared
- * (setSupportedOption): since CoreDNS 1.15.0 unhandled options are not echoed.
+ * own, normalised, or the query's, with only the options a plugin of the server
+ * declared (`supported`): since CoreDNS 1.15.0 unhandled options are not echoed.
  */
-export function sizeAndDo(req: Request, reply: Message): void {
+export function sizeAndDo(req: Request, reply: Message, supported: ReadonlySet<number>): void {
   const q = req.msg.edns;
   if (q === undefined) return;
   // req.udpSize: the query's size as the chain left it (bufsize lowers it, as CoreDNS's in-place OPT rewrite).
@@ -311,13 +316,8 @@ export function sizeAndDo(req: Request, reply: Message): void {
   }
   reply.edns = {
     name: '.', udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
-    options: q.options.length === 0 ? q.options : q.options.filter(isEchoedOption),
+    options: q.options.length === 0 || supported.size === 0 ? [] : q.options.filter((o) => supported.has(o.code)),
   };
-}
-
-// Only options a plugin registered are passed back (CoreDNS 1.15.0's supportedOptions).
-function isEchoedOption(o: { code: number }): boolean {
-  return isSupportedOption(o.code);
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */
@@ -328,9 +328,9 @@ function addExtendedErrors(edns: Edns, errors: readonly EdnsOption[]): void {
 }
 
 /** A copy of `reply` with the request's OPT (echoed options only) added as the last additional record. */
-function appendOpt(reply: Uint8Array, q: Edns, udpSize: number): Uint8Array {
+function appendOpt(reply: Uint8Array, q: Edns, udpSize: number, supported: ReadonlySet<number>): Uint8Array {
   let optionsLen = 0;
-  for (const o of q.options) if (isEchoedOption(o)) optionsLen += 4 + o.data.length;
+  for (const o of q.options) if (supported.has(o.code)) optionsLen += 4 + o.data.length;
   const out = Buffer.allocUnsafe(reply.length + 11 + optionsLen);
   out.set(reply, 0);
   let p = reply.length;
@@ -342,7 +342,7 @@ function appendOpt(reply: Uint8Array, q: Edns, udpSize: number): Uint8Array {
   out[p++] = 0;
   out[p++] = optionsLen >> 8; out[p++] = optionsLen & 0xff;
   for (const o of q.options) {
-    if (!isEchoedOption(o)) continue;
+    if (!supported.has(o.code)) continue;
     out[p++] = o.code >> 8; out[p++] = o.code & 0xff;
     out[p++] = o.data.length >> 8; out[p++] = o.data.length & 0xff;
     out.set(o.data, p);
@@ -359,16 +359,18 @@ export class ClientWriter implements ResponseWriter {
   private readonly req: Request;
   private readonly sink: ReplySink;
   private readonly log: ServerLogger;
+  private readonly supported: ReadonlySet<number>;
 
-  constructor(req: Request, sink: ReplySink, log: ServerLogger) {
+  constructor(req: Request, sink: ReplySink, log: ServerLogger, supported: ReadonlySet<number>) {
     this.req = req;
     this.sink = sink;
     this.log = log;
+    this.supported = supported;
   }
 
   writeMsg(reply: Message): void {
     const req = this.req;
-    sizeAndDo(req, reply);
+    sizeAndDo(req, reply, this.supported);
     if (req.extendedErrors !== undefined && reply.edns !== undefined) addExtendedErrors(reply.edns, req.extendedErrors);
     this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
   }
@@ -396,7 +398,7 @@ export class ClientWriter implements ResponseWriter {
         if (q.do) reply[p + 6]! |= 0x80;
         reply[p + 7] = 0;
       } else {
-        out = appendOpt(reply, q, req.udpSize ?? q.udpSize);
+        out = appendOpt(reply, q, req.udpSize ?? q.udpSize, this.supported);
       }
     }
     const limit = req.proto === 'udp' ? (req.family === 1 ? 1480 : 1220) : 65535;

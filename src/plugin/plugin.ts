@@ -187,6 +187,14 @@ export interface InstanceServices {
   readonly reloadControl: ReloadControl | undefined;
   /** The server's logger without a plugin prefix (the log plugin's lines, CoreDNS's unprefixed messages). */
   readonly log: ServerLogger;
+  /**
+   * Declare that a plugin handles EDNS0 option `code` (CoreDNS's edns.SetSupportedOption; rewrite's
+   * `edns0 local` does): the server then copies it from a query into a reply that has no OPT of its own.
+   * For the life of the server (reloads keep it), as CoreDNS keeps it for the life of its process.
+   */
+  supportEdnsOption(code: number): void;
+  /** The EDNS0 option codes declared so far with supportEdnsOption (live). */
+  readonly ednsSupported: ReadonlySet<number>;
   /** The environment `{$VAR}` placeholders were read from (for a plugin that parses Corefiles itself). */
   readonly env: Readonly<Record<string, string | undefined>>;
 }

@@ -45,7 +45,7 @@ test('bufsize lowers a larger EDNS size for the rest of the chain and for the re
   assert.equal(req.udpSize, 1024);
   assert.equal(req.msg.edns!.udpSize, 1152, 'the original message is not changed');
   const reply = w.last!;
-  sizeAndDo(req, reply);
+  sizeAndDo(req, reply, new Set());
   assert.equal(reply.edns!.udpSize, 1024);
 });
 

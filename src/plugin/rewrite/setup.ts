@@ -510,8 +510,8 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const o = parse(c);
     // CoreDNS's edns.SetSupportedOption: the codes of every rewrite of the configuration are echoed.
-    const supported = c.instance.shared('rewrite/supported', () => new Set<number>());
-    for (const code of o.localCodes) supported.add(code);
+    for (const code of o.localCodes) c.instance.supportEdnsOption(code);
+    const supported = c.instance.ednsSupported;
     c.addPlugin((next) => new Rewrite(o.rules, supported, next, c.log));
   },
 };
