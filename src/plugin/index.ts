@@ -2,11 +2,13 @@
 // directive name (plugin.cfg order), so the order of this list does not matter.
 
 import type { PluginDefinition } from './plugin.ts';
+import { plugin as acl } from './acl/setup.ts';
 import { plugin as anyPlugin } from './any/setup.ts';
 import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
+import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
 import { plugin as health } from './health/setup.ts';
@@ -29,11 +31,13 @@ import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
+  acl,
   anyPlugin,
   bind,
   cache,
   chaos,
   debug,
+  dns64,
   errors,
   forward,
   health,

@@ -11,6 +11,7 @@ test('query line defaults follow dig: RD, EDNS0 1232, UDP', () => {
   assert.equal(q.name, 'Example.ORG.');
   assert.equal(q.type, 28);
   assert.equal(q.tcp, false);
+  assert.equal(q.v6, false);
   assert.equal(q.edns, true);
   assert.equal(q.ednsSize, 1232);
   assert.equal(q.flags, 0x0100);
@@ -25,6 +26,7 @@ test('query flags', () => {
   const d = parseQueryLine('example.org. MX +edns=4096 +do');
   assert.equal(d.ednsSize, 4096);
   assert.equal(d.ednsFlags, 0x8000);
+  assert.equal(parseQueryLine('example.org. A +v6').v6, true);
   assert.throws(() => parseQueryLine('example.org. A +bogus'));
   assert.equal(parseQueriesFile('# c\n\nexample.org. A # trailing\n').length, 1);
 });

@@ -82,7 +82,8 @@ async function startK8sApi(dir: string): Promise<Fixture> {
 
 function ask(s: Running, q: QuerySpec, id: number): Promise<RawReply> {
   const msg = encodeQuery(q, id);
-  return q.tcp ? queryTcp('127.0.0.1', s.port, msg) : queryUdp('127.0.0.1', s.port, msg);
+  const host = q.v6 ? '::1' : '127.0.0.1';
+  return q.tcp ? queryTcp(host, s.port, msg) : queryUdp(host, s.port, msg);
 }
 
 function indent(text: string, by = '    '): string {

@@ -13,6 +13,8 @@ export interface QuerySpec {
   typeName: string;
   qclass: number;
   tcp: boolean;
+  /** Ask over IPv6 (from and to ::1) instead of 127.0.0.1. */
+  v6: boolean;
   edns: boolean;
   ednsSize: number;
   ednsVersion: number;
@@ -55,7 +57,7 @@ export function parseQueryLine(line: string): QuerySpec {
   const words = line.trim().split(/\s+/);
   if (words.length < 1 || words[0] === '') throw new Error('empty query line');
   const q: QuerySpec = {
-    line: line.trim(), name: words[0], type: 1, typeName: 'A', qclass: 1, tcp: false, edns: true, ednsSize: 1232,
+    line: line.trim(), name: words[0], type: 1, typeName: 'A', qclass: 1, tcp: false, v6: false, edns: true, ednsSize: 1232,
     ednsVersion: 0, ednsFlags: 0, options: [], flags: FLAG_BITS.rd,
   };
   let typeSeen = false;
@@ -71,6 +73,7 @@ export function parseQueryLine(line: string): QuerySpec {
     switch (key.toLowerCase()) {
       case 'tcp': q.tcp = true; break;
       case 'udp': q.tcp = false; break;
+      case 'v6': q.v6 = true; break;
       case 'noedns': q.edns = false; break;
       case 'edns':
         q.edns = true;

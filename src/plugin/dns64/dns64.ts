@@ -1,0 +1,150 @@
+// dns64: AAAA synthesis from A records (RFC 6147) for AAAA queries whose reply has no
+// AAAA records, with the IPv4 addresses embedded in an RFC 6052 prefix. CoreDNS plugin/dns64.
+
+import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import { PluginError } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import type { AData, Message, ResourceRecord } from '../../wire/types.ts';
+import type { Cidr } from '../../wire/ip.ts';
+import { formatIPv6, parseIPv4 } from '../../wire/ip.ts';
+import { decodeMessage } from '../../wire/decode.ts';
+import { replyTo } from '../../wire/message.ts';
+import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { ResponseType, typify } from '../pkg/response.ts';
+import type { CounterChild } from '../pkg/vec.ts';
+import { requestsTranslated } from './metrics.ts';
+
+/** What the handler needs of the options (see setup.ts Dns64Options). */
+export interface Dns64Config {
+  prefix: Cidr;
+  translateAll: boolean;
+  allowIPv4: boolean;
+}
+
+/** CoreDNS's nonwriter: keeps the reply of the rest of the chain instead of sending it. */
+class NonWriter implements ResponseWriter {
+  msg: Message | undefined;
+  writeMsg(reply: Message): void { this.msg = reply; }
+  writeWire(reply: Uint8Array): void { this.msg = decodeMessage(reply); }
+}
+
+/**
+ * RFC 6052 section 2.2: the IPv4 address `v4` (unsigned 32-bit) embedded in `prefix`
+ * (32, 40, 48, 56, 64 or 96 bits); bits 64-71 (the "u" octet) stay zero.
+ */
+export function embedIPv4(prefix: Cidr, v4: number): Uint8Array {
+  const out = new Uint8Array(16);
+  const a = [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255];
+  const n = prefix.bits >> 3;
+  let i = 0;
+  let j = 0;
+  for (; i < n; i++) out[i] = prefix.bytes[i];
+  for (; i < 8; i++, j++) out[i] = a[j];
+  if (i === 8) i++;
+  for (; j < 4; i++, j++) out[i] = a[j];
+  return out;
+}
+
+export class Dns64 implements Handler {
+  readonly name = 'dns64';
+  private readonly next: Handler | undefined;
+  private readonly prefix: Cidr;
+  private readonly translateAll: boolean;
+  private readonly allowIPv4: boolean;
+  private readonly bound = new Map<string, CounterChild>();
+
+  constructor(next: Handler | undefined, o: Dns64Config) {
+    this.next = next;
+    this.prefix = o.prefix;
+    this.translateAll = o.translateAll;
+    this.allowIPv4 = o.allowIPv4;
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    // Only AAAA/IN, and only for IPv6 clients unless allow_ipv4.
+    if ((!this.allowIPv4 && req.family === 1) || req.qtype !== RRType.AAAA || req.qclass !== RRClass.IN) {
+      return nextOrFailure(this.name, this.next, req, w);
+    }
+    const next = this.next;
+    // CoreDNS calls its next handler unconditionally here: without one it is a nil dereference (a recovered panic).
+    if (next === undefined) throw new Error('runtime error: invalid memory address or nil pointer dereference');
+    const nw = new NonWriter();
+    let r: HandlerResult;
+    try {
+      r = nextOrFailure(this.name, next, req, nw);
+    } catch (e) {
+      return this.intercepted(req, w, nw, 0, e);
+    }
+    if (typeof r === 'number') return this.intercepted(req, w, nw, r, undefined);
+    return r.then((rc) => this.intercepted(req, w, nw, rc, undefined), (e: unknown) => this.intercepted(req, w, nw, 0, e));
+  }
+
+  /** What the rest of the chain answered: passed on, or translated. */
+  private intercepted(req: Request, w: ResponseWriter, nw: NonWriter, rc: number, err: unknown): HandlerResult {
+    if (err !== undefined && !(err instanceof PluginError)) throw err;
+    const m = nw.msg;
+    if (m === undefined || !this.shouldTranslate(m)) {
+      if (m !== undefined) w.writeMsg(m);
+      if (err !== undefined) throw err;
+      return rc;
+    }
+    return this.translate(req, w, m);
+  }
+
+  /** RFC 6147 5.1.1/5.1.2: not for NXDOMAIN; otherwise when no AAAA was found (or always with translate_all). */
+  private shouldTranslate(m: Message): boolean {
+    if (typify(m) === ResponseType.NameError) return false;
+    if (this.translateAll) return true;
+    const ans = m.answer;
+    for (let i = 0; i < ans.length; i++) if (ans[i].type === RRType.AAAA) return false;
+    return true;
+  }
+
+  private async translate(req: Request, w: ResponseWriter, orig: Message): Promise<number> {
+    let resp: Message | undefined;
+    try {
+      resp = await req.lookup(req.name, RRType.A);
+    } catch (e) {
+      throw new PluginError(Rcode.SERVFAIL, e instanceof Error ? e.message : String(e), { cause: e });
+    }
+    if (resp === undefined) throw new PluginError(Rcode.SERVFAIL, 'dns64: upstream returned no response');
+    const out = this.synthesize(req.msg, orig, resp);
+    let c = this.bound.get(req.server);
+    if (c === undefined) {
+      c = requestsTranslated.child(req.server);
+      this.bound.set(req.server, c);
+    }
+    c.inc();
+    w.writeMsg(out);
+    return Rcode.NOERROR;
+  }
+
+  /** The reply to the AAAA query from the A reply: its rcode, TC, authority and additional; A records made AAAA. */
+  synthesize(query: Message, orig: Message, resp: Message): Message {
+    const ret = replyTo(query);
+    ret.rcode = resp.rcode;
+    ret.tc = resp.tc;
+    ret.additional = resp.additional;
+    ret.edns = resp.edns;
+    ret.authority = resp.authority;
+    // RFC 6147 5.1.7: TTL no more than the SOA's of the AAAA reply, or 600 without one.
+    let soaTtl = 600;
+    for (const rr of orig.authority) if (rr.type === RRType.SOA) soaTtl = rr.ttl;
+    const answer: ResourceRecord[] = [];
+    for (const rr of resp.answer) {
+      if (rr.type !== RRType.A) {
+        answer.push(rr);
+        continue;
+      }
+      const v4 = parseIPv4((rr.data as AData).address);
+      const v6 = embedIPv4(this.prefix, v4 < 0 ? 0 : v4);
+      answer.push({
+        name: rr.name, type: RRType.AAAA, class: rr.class, ttl: Math.min(rr.ttl, soaTtl),
+        data: { address: formatIPv6(v6, 0) },
+      });
+    }
+    ret.answer = answer;
+    return ret;
+  }
+}

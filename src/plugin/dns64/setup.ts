@@ -1,0 +1,78 @@
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
+import type { Dispenser } from '../../corefile/dispenser.ts';
+import { goQuote } from '../../corefile/address.ts';
+import { formatIPv4, formatIPv6Go, isIPv4Mapped, parseCidr } from '../../wire/ip.ts';
+import type { Cidr } from '../../wire/ip.ts';
+import { Dns64 } from './dns64.ts';
+
+/** What `dns64 [PREFIX] { ... }` configures. */
+export interface Dns64Options {
+  /** The IPv6 prefix the IPv4 addresses are embedded in (default `64:ff9b::/96`). */
+  prefix: Cidr;
+  /** `translate_all`: synthesise even when the reply has AAAA records. */
+  translateAll: boolean;
+  /** `allow_ipv4`: also translate for clients that came over IPv4. */
+  allowIPv4: boolean;
+}
+
+/** Go's net.IPNet.String() for a network parsed by ParseCIDR. */
+function ipNetString(c: Cidr): string {
+  if (c.bytes.length === 4) return formatIPv4(c.bytes, 0) + '/' + c.bits;
+  // An IPv4-mapped network prints as IPv4, with the mask's last 32 bits.
+  if (isIPv4Mapped(c.bytes, 0)) return formatIPv4(c.bytes, 12) + '/' + Math.max(0, c.bits - 96);
+  return formatIPv6Go(c.bytes, 0) + '/' + c.bits;
+}
+
+function parsePrefix(d: Dispenser, text: string): Cidr {
+  const c = parseCidr(text);
+  // net.ParseCIDR's own error carries no position.
+  if (c === undefined) throw new Error(`invalid CIDR address: ${text}`);
+  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(ipNetString(c))}`);
+  switch (c.bits) {
+    case 32: case 40: case 48: case 56: case 64: case 96:
+      return c;
+    default:
+      throw d.errf(`invalid prefix length ${goQuote(ipNetString(c))}`);
+  }
+}
+
+/** Reads every `dns64` directive of the block; later settings win. */
+export function parse(c: SetupContext): Dns64Options {
+  const d = c.dispenser;
+  const o: Dns64Options = { prefix: parseCidr('64:ff9b::/96')!, translateAll: false, allowIPv4: false };
+  while (d.next()) {
+    const args = d.remainingArgs();
+    if (args.length === 1) {
+      o.prefix = parsePrefix(d, args[0]);
+      // As CoreDNS: a block after PREFIX is not read as options (its lines are taken as
+      // further directive lines).
+      continue;
+    }
+    if (args.length > 0) throw d.argErr();
+    while (d.nextBlock()) {
+      switch (d.val()) {
+        case 'prefix':
+          if (!d.nextArg()) throw d.argErr();
+          o.prefix = parsePrefix(d, d.val());
+          break;
+        case 'translate_all':
+          o.translateAll = true;
+          break;
+        case 'allow_ipv4':
+          o.allowIPv4 = true;
+          break;
+        default:
+          throw d.errf(`unknown property '${d.val()}'`);
+      }
+    }
+  }
+  return o;
+}
+
+export const plugin: PluginDefinition = {
+  name: 'dns64',
+  setup(c) {
+    const o = parse(c);
+    c.addPlugin((next) => new Dns64(next, o));
+  },
+};
