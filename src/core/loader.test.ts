@@ -4,7 +4,7 @@
 
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultCorefile, errText, loadCorefile } from './loader.ts';
@@ -57,6 +57,21 @@ describe('loadCorefile', () => {
   test('an empty ./Corefile is still the one used', () => {
     writeFileSync('Corefile', '');
     assert.deepEqual(loadCorefile('', '53'), { contents: '', file: 'Corefile' });
+  });
+
+  test('a ./Corefile that cannot be read is an error in Go\'s wording, without a loader prefix', () => {
+    // coremain/run.go defaultLoader: os.ReadFile("Corefile"); only "does not exist" falls back to the default,
+    // and caddy returns the default loader's error unwrapped. CoreDNS 1.14.7 prints these on stderr, exit 1.
+    mkdirSync('Corefile');
+    assert.throws(() => loadCorefile('', '53'), { message: 'read Corefile: is a directory' });
+    rmSync('Corefile', { recursive: true });
+    symlinkSync('Corefile', 'Corefile');
+    assert.throws(() => loadCorefile('', '53'), { message: 'open Corefile: too many levels of symbolic links' });
+  });
+
+  test('a dangling ./Corefile symlink does not exist: the default runs', () => {
+    symlinkSync('nowhere', 'Corefile');
+    assert.deepEqual(loadCorefile('', '1053'), defaultCorefile('1053'));
   });
 
   test('without -conf and ./Corefile: CoreDNS\'s default (whoami and log on -dns.port)', () => {

@@ -5,7 +5,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
@@ -113,6 +113,13 @@ describe('command line', () => {
     const r = await run(['-conf', '/nonexistent/Corefile']);
     assert.equal(r.code, 1);
     assert.equal(r.stderr, 'loading Caddyfile via flag: open /nonexistent/Corefile: no such file or directory\n');
+  });
+
+  test('a ./Corefile that is a directory is read as CoreDNS reads it: Go\'s error alone on stderr, exit 1', async () => {
+    // CoreDNS 1.14.7 in a directory whose Corefile is a directory: "read Corefile: is a directory" on stderr, exit 1.
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    mkdirSync(join(dir, 'Corefile'));
+    assert.deepEqual(await run(['-dns.port', '1053'], { cwd: dir }), { code: 1, stdout: '', stderr: 'read Corefile: is a directory\n' });
   });
 
   test('a bad Corefile names file, line and token and exits 1', async () => {
