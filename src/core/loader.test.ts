@@ -49,6 +49,14 @@ describe('loadCorefile', () => {
     assert.throws(() => loadCorefile('/nope/Corefile', '53'), { message: 'loading Caddyfile via flag: open /nope/Corefile: no such file or directory' });
   });
 
+  test('-conf naming a directory: the read fails, and Go names the path in the error', () => {
+    mkdirSync('sub');
+    const sub = join(work, 'sub');
+    // CoreDNS 1.14.7: "loading Caddyfile via flag: read /tmp/x/sub: is a directory".
+    assert.throws(() => loadCorefile(sub, '53'), { message: `loading Caddyfile via flag: read ${sub}: is a directory` });
+    assert.throws(() => loadCorefile('sub', '53'), { message: 'loading Caddyfile via flag: read sub: is a directory' });
+  });
+
   test('without -conf: ./Corefile, reported as `Corefile`', () => {
     writeFileSync('Corefile', '.:1053 {\n  whoami\n}\n');
     assert.deepEqual(loadCorefile('', '53'), { contents: '.:1053 {\n  whoami\n}\n', file: 'Corefile' });

@@ -21,15 +21,16 @@ export function defaultCorefile(port: string): CorefileInput {
 export function loadCorefile(conf: string, port: string): CorefileInput {
   if (conf === 'stdin') {
     if (!process.stdin.isTTY) {
+      // Go's os.Stdin is named /dev/stdin, which its read errors print.
       try {
-        return { contents: readFileSync(0, 'utf8'), file: '/dev/stdin' };
+        return { contents: readFd(0, '/dev/stdin'), file: '/dev/stdin' };
       } catch (e) {
         throw new Error(`loading Caddyfile via flag: ${errText(e)}`);
       }
     }
   } else if (conf !== '') {
     try {
-      return { contents: readFileSync(conf, 'utf8'), file: conf };
+      return { contents: readFileGo(conf), file: conf };
     } catch (e) {
       throw new Error(`loading Caddyfile via flag: ${errText(e)}`);
     }
@@ -56,11 +57,18 @@ function readFileGo(name: string): string {
     throw Object.assign(e as NodeJS.ErrnoException, { syscall: 'open', path: name });
   }
   try {
+    return readFd(fd, name);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Read an open file to the end; an error is `read NAME: …`. */
+function readFd(fd: number, name: string): string {
+  try {
     return readFileSync(fd, 'utf8');
   } catch (e) {
     throw Object.assign(e as NodeJS.ErrnoException, { syscall: 'read', path: name });
-  } finally {
-    closeSync(fd);
   }
 }
 

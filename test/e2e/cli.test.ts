@@ -4,8 +4,8 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, mkdirSync, openSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
@@ -120,6 +120,18 @@ describe('command line', () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
     mkdirSync(join(dir, 'Corefile'));
     assert.deepEqual(await run(['-dns.port', '1053'], { cwd: dir }), { code: 1, stdout: '', stderr: 'read Corefile: is a directory\n' });
+  });
+
+  test('-conf stdin with a directory on standard input: the read error names /dev/stdin, as Go\'s os.Stdin does', async () => {
+    // CoreDNS 1.14.7: "loading Caddyfile via flag: read /dev/stdin: is a directory" on stderr, exit 1.
+    const fd = openSync(tmpdir(), 'r');
+    try {
+      const r = spawnSync(BIN, ['-conf', 'stdin'], { stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 10000 });
+      assert.deepEqual({ code: r.status, stdout: r.stdout, stderr: r.stderr },
+        { code: 1, stdout: '', stderr: 'loading Caddyfile via flag: read /dev/stdin: is a directory\n' });
+    } finally {
+      closeSync(fd);
+    }
   });
 
   test('a bad Corefile names file, line and token and exits 1', async () => {
