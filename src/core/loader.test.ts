@@ -37,6 +37,18 @@ describe('loadCorefile', () => {
     assert.deepEqual(loadCorefile('rel.conf', '53'), { contents: '. {\n}\n', file: 'rel.conf' });
   });
 
+  test('-conf is cleaned like Go\'s filepath.Clean before it is opened; messages keep the path as given', () => {
+    // coremain/run.go confLoader: os.ReadFile(filepath.Clean(conf)), Filepath: conf. CoreDNS 1.14.7:
+    // -conf ./nope → "open nope: …", -conf /tmp//ct/sub/../nope → "open /tmp/ct/nope: …".
+    assert.throws(() => loadCorefile('./nope', '53'), { message: 'loading Caddyfile via flag: open nope: no such file or directory' });
+    assert.throws(() => loadCorefile('nope/', '53'), { message: 'loading Caddyfile via flag: open nope: no such file or directory' });
+    assert.throws(() => loadCorefile(`${work}//sub/../nope`, '53'), { message: `loading Caddyfile via flag: open ${work}/nope: no such file or directory` });
+    // The cleaned path is the one opened: `missing/..` is not looked up, and `good/` is the file.
+    writeFileSync('good', '. {\n}\n');
+    assert.deepEqual(loadCorefile('missing/../good', '53'), { contents: '. {\n}\n', file: 'missing/../good' });
+    assert.deepEqual(loadCorefile('good/', '53'), { contents: '. {\n}\n', file: 'good/' });
+  });
+
   test('-conf wins over ./Corefile', () => {
     writeFileSync('Corefile', 'from-cwd\n');
     writeFileSync('other', 'from-flag\n');

@@ -2,6 +2,7 @@
 // built-in default — CoreDNS's order. Errors carry CoreDNS's wording.
 
 import { closeSync, openSync, readFileSync } from 'node:fs';
+import { goClean } from '../corefile/gopath.ts';
 
 export interface CorefileInput {
   contents: string;
@@ -30,7 +31,8 @@ export function loadCorefile(conf: string, port: string): CorefileInput {
     }
   } else if (conf !== '') {
     try {
-      return { contents: readFileGo(conf), file: conf };
+      // CoreDNS opens the cleaned path; the Corefile's own messages keep the path as given.
+      return { contents: readFileGo(goClean(conf)), file: conf };
     } catch (e) {
       throw new Error(`loading Caddyfile via flag: ${errText(e)}`);
     }

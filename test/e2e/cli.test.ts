@@ -5,10 +5,10 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, mkdirSync, openSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, mkdirSync, openSync, symlinkSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
+import { BIN, ROOT, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
 import { dig, kdig, status, flags } from '../helpers/dig.ts';
 
 function run(args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -211,3 +211,53 @@ describe('command line', () => {
     }
   });
 });
+
+// ---------------------------------------------------------------- reading the Corefile, against CoreDNS itself
+
+/** The reference CoreDNS: scripts/coredns-reference.sh prints it, building it once when missing. */
+function referenceBinary(): string {
+  const r = spawnSync(join(ROOT, 'scripts', 'coredns-reference.sh'), { encoding: 'utf8', timeout: 900_000 });
+  assert.equal(r.status, 0, `scripts/coredns-reference.sh failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+describe('the reference CoreDNS reads (or fails to read) the Corefile the same way', () => {
+  test('same exit status and stderr for unreadable, directory and uncleaned Corefile paths', async () => {
+    const reference = referenceBinary();
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    const at = (name: string): string => { const d = join(dir, name); mkdirSync(d); return d; };
+    mkdirSync(join(at('dircwd'), 'Corefile'));
+    symlinkSync('Corefile', join(at('loopcwd'), 'Corefile'));
+    const plain = at('plain');
+    mkdirSync(join(plain, 'sub'));
+    writeFileSync(join(plain, 'bad'), '.:1053 {\n  whoami\n  frobnicate\n}\n');
+    const cases: Array<{ cwd: string; args: string[] }> = [
+      { cwd: join(dir, 'dircwd'), args: [] },
+      { cwd: join(dir, 'loopcwd'), args: [] },
+      { cwd: plain, args: ['-conf', join(plain, 'sub')] },
+      { cwd: plain, args: ['-conf', 'sub/'] },
+      { cwd: plain, args: ['-conf', '.'] },
+      { cwd: plain, args: ['-conf', './nope'] },
+      { cwd: plain, args: ['-conf', 'nope/'] },
+      { cwd: plain, args: ['-conf', `${plain}//sub/../nope`] },
+      { cwd: plain, args: ['-conf', './missing/../bad'] },
+      { cwd: plain, args: ['-conf', 'bad/'] },
+    ];
+    const both = await Promise.all(cases.map(async ({ cwd, args }) => {
+      const [ours, theirs] = await Promise.all([run(args, { cwd }), runFile(reference, args, cwd)]);
+      return { what: `${cwd}: ${args.join(' ')}`, ours, theirs };
+    }));
+    for (const { what, ours, theirs } of both) {
+      assert.equal(theirs.code, 1, what);
+      assert.deepEqual({ code: ours.code, stderr: ours.stderr }, { code: theirs.code, stderr: theirs.stderr }, what);
+    }
+  });
+});
+
+function runFile(file: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd, timeout: 10000 }, (err, _stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr });
+    });
+  });
+}
