@@ -7,6 +7,7 @@ import { Runtime } from '../core/runtime.ts';
 import { loadCorefile } from '../core/loader.ts';
 import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
+import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
 import { runDoctor } from './doctor.ts';
@@ -108,7 +109,7 @@ export async function main(argv: string[]): Promise<void> {
 /** -workers N: 0 means one per CPU. */
 function parseWorkers(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${goQuote(v)}`);
   return n === 0 ? availableParallelism() : n;
 }
 
