@@ -193,6 +193,34 @@ describe('command line', () => {
     }
   });
 
+  test('with debug, an exception in a plugin ends the process as an unrecovered Go panic: `panic: ...` on stderr, exit 2', { timeout: 30_000 }, async () => {
+    // CoreDNS 1.14.7 with `debug`, `minimal` and a `hosts` that knows nothing (minimal writes a nil reply):
+    //   panic: runtime error: invalid memory address or nil pointer dereference
+    //   [signal SIGSEGV: segmentation violation code=0x1 addr=0x78 pc=0x73d2f7]
+    //   <blank line>
+    //   goroutine 93 [running]:
+    //   github.com/miekg/dns.(*Msg).IsEdns0(0x0)
+    //   \t/root/go/pkg/mod/github.com/miekg/dns@v1.1.72/defaults.go:151 +0x17
+    //   ...
+    // and exit status 2. nodens answers that case without an exception (see the minimal README), so
+    // whoami is made to throw by a preloaded test helper.
+    const p = await startProcess('.:{PORT} {\n  debug\n  whoami\n}\n', {
+      env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}` },
+    });
+    try {
+      assert.equal(status(await dig(p.port, 'www.example.org')), 'NOERROR');
+      await dig(p.port, '+tries=1', '+time=1', 'x.panic.test').catch(() => '');
+      assert.equal(await p.exited, 2);
+      const stderr = p.stderr.join('\n');
+      assert.ok(stderr.startsWith('panic: whoami-throws: boom\n\tsecond line\n\ngoroutine 1 [running]:\n'), stderr);
+      assert.match(stderr, /\nWhoami\.serveDNS\(\.\.\.\)\n\t\/\S+\/test\/helpers\/whoami-throws\.ts:\d+\n/);
+      // No Node.js crash report.
+      assert.doesNotMatch(stderr, /Node\.js v|throw e;|^Error:/m);
+    } finally {
+      await p.stop();
+    }
+  });
+
   test('SIGUSR1 reloads the Corefile; a broken one keeps the old configuration', async () => {
     const p = await startProcess('.:{PORT} {\n  hosts {\n    192.0.2.1 a.example.org\n  }\n}\n');
     try {
