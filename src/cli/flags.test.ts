@@ -105,6 +105,15 @@ describe('parseFlags with CoreDNS\'s flag set', () => {
     assert.equal(parseError(['-quiet=tRUE']).message, 'invalid boolean value "tRUE" for -quiet: parse error');
   });
 
+  test('the bad value is quoted as Go\'s %q (strconv.Quote) quotes it', () => {
+    // CoreDNS 1.14.7, byte for byte: -quiet=a"b, a backslash, control characters, printable and
+    // non-printable non-ASCII characters.
+    assert.equal(parseError(['-quiet=a"b']).message, 'invalid boolean value "a\\"b" for -quiet: parse error');
+    assert.equal(parseError(['-version=é\\x01']).message, 'invalid boolean value "é\\\\x01" for -version: parse error');
+    assert.equal(parseError(['-plugins=\t\x7f\u00a0é\u{1F600}']).message, 'invalid boolean value "\\t\\x7f\\u00a0é\u{1F600}" for -plugins: parse error');
+    assert.equal(parseError(['-quiet=\x00\n\x1b']).message, 'invalid boolean value "\\x00\\n\\x1b" for -quiet: parse error');
+  });
+
   test('parsing stops at the first non-flag argument, at `-` and after `--`', () => {
     assert.deepEqual(parse(['foo', '-quiet']), { values: DEFAULTS, rest: ['foo', '-quiet'] });
     assert.deepEqual(parse(['-quiet', 'foo', '-conf', 'x']), { values: { ...DEFAULTS, quiet: 'true' }, rest: ['foo', '-conf', 'x'] });
@@ -149,6 +158,11 @@ describe('parseFlags with CoreDNS\'s flag set', () => {
 describe('usage', () => {
   test('prints the flags like Go\'s flag.PrintDefaults: sorted, type for strings, non-empty defaults', () => {
     assert.equal(usage('coredns', COREDNS_FLAGS), 'Usage of coredns:\n' + COREDNS_USAGE_BODY);
+  });
+
+  test('a string default is quoted as Go\'s %q quotes it', () => {
+    const spec: FlagSpec = { name: 'x', kind: 'string', default: 'a"b\\c\u00a0', usage: 'X' };
+    assert.equal(usage('t', [spec]), 'Usage of t:\n  -x string\n    \tX (default "a\\"b\\\\c\\u00a0")\n');
   });
 });
 
@@ -250,6 +264,7 @@ describe('the reference CoreDNS agrees', () => {
       ['-quiet', 'false'], ['-', 'x'], ['--', '-version'], ['foo', '-version'], ['-quiet', '--', '--'],
       ['-version'], ['-quiet', '-version'], ['-quiet=F', '-version'], ['-version=1'], ['-version=T'], ['-p', '1', '-version'],
       ['-conf', '-quiet', '-version'], ['-conf=a=b', '-version'], ['-plugins=0', '-version'], ['-log-format'], ['-log-format=text', '-version'],
+      ['-quiet=a"b'], ['-version=é\\x01'], ['-plugins=\t\x7f\u00a0é\u{1F600}'], ['-quiet=\x01\n\x1b'], ['--quiet=\\'],
     ];
     const rs = await Promise.all(lines.map((argv) => run(REFERENCE!, argv)));
     rs.forEach((ref, i) => {

@@ -1,6 +1,9 @@
 // Go's `flag` package rules, which CoreDNS's command line follows: one or two
 // dashes, `-name=value` or `-name value` (booleans only take `=value`),
-// parsing stops at the first non-flag argument or after `--`.
+// parsing stops at the first non-flag argument or after `--`. Values are quoted
+// in messages as Go's %q quotes them.
+
+import { goQuote } from '../corefile/address.ts';
 
 export interface FlagSpec {
   name: string;
@@ -56,7 +59,7 @@ export function parseFlags(specs: FlagSpec[], argv: string[]): ParsedFlags {
     if (spec.kind === 'bool') {
       if (value === undefined) value = 'true';
       const b = parseGoBool(value);
-      if (b === undefined) throw new FlagError(`invalid boolean value "${value}" for -${name}: parse error`);
+      if (b === undefined) throw new FlagError(`invalid boolean value ${goQuote(value)} for -${name}: parse error`);
       values.set(target, String(b));
     } else {
       if (value === undefined) {
@@ -81,7 +84,7 @@ export function usage(program: string, specs: FlagSpec[]): string {
   for (const s of [...specs].sort((a, b) => a.name.localeCompare(b.name))) {
     lines.push(`  -${s.name}${s.kind === 'string' ? ' string' : ''}`);
     let u = `    \t${s.usage}`;
-    if (s.kind === 'string' && s.default !== '') u += ` (default ${JSON.stringify(s.default)})`;
+    if (s.kind === 'string' && s.default !== '') u += ` (default ${goQuote(s.default)})`;
     lines.push(u);
   }
   return lines.join('\n') + '\n';

@@ -7,9 +7,11 @@ import { Runtime } from '../core/runtime.ts';
 import { loadCorefile } from '../core/loader.ts';
 import { log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
+import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
 import { runDoctor } from './doctor.ts';
+import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 
@@ -35,6 +37,12 @@ function fatalStartup(message: string): never {
 
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'doctor') process.exit(runDoctor(argv.slice(1)));
+  // An exception nothing caught (a plugin's, rethrown by the core when the debug plugin is on, or a bug)
+  // ends the process as an unrecovered Go panic ends CoreDNS: its report on stderr, exit status 2.
+  process.on('uncaughtException', (e) => {
+    err(goPanicText(e));
+    process.exit(PANIC_EXIT_STATUS);
+  });
   let parsed;
   try {
     parsed = parseFlags(FLAGS, argv);
@@ -108,7 +116,7 @@ export async function main(argv: string[]): Promise<void> {
 /** -workers N: 0 means one per CPU. */
 function parseWorkers(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${goQuote(v)}`);
   return n === 0 ? availableParallelism() : n;
 }
 

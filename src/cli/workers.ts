@@ -9,6 +9,7 @@ import { serveAggregatedMetrics } from '../plugin/pkg/metrics.ts';
 import { randomBytes } from 'node:crypto';
 import { log } from '../core/log.ts';
 import { LOOP_SECRET_ENV } from '../plugin/pkg/loopguard.ts';
+import { PANIC_EXIT_STATUS } from './panic.ts';
 
 export const READY_MESSAGE = 'nodens:worker-ready';
 
@@ -47,10 +48,11 @@ export async function runPrimary(count: number, pidfile: string, versionLines: s
       workers.delete(id);
       reject(new Error(`exit ${code ?? signal}`));
       if (stopping) return;
-      if (code === 1) {
-        // A fatal error (start-up failure, loop detected): the whole server stops, as CoreDNS would.
+      if (code === 1 || code === PANIC_EXIT_STATUS) {
+        // A fatal error (start-up failure, loop detected) or an unrecovered panic (debug on): the whole
+        // server stops with that status, as CoreDNS would.
         stopAll('SIGTERM');
-        process.exitCode = 1;
+        process.exitCode = code;
         return;
       }
       log.error(`worker ${id} exited (${code ?? signal}); starting a new one`);

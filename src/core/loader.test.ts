@@ -4,7 +4,7 @@
 
 import { test, describe, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultCorefile, errText, loadCorefile } from './loader.ts';
@@ -37,6 +37,18 @@ describe('loadCorefile', () => {
     assert.deepEqual(loadCorefile('rel.conf', '53'), { contents: '. {\n}\n', file: 'rel.conf' });
   });
 
+  test('-conf is cleaned like Go\'s filepath.Clean before it is opened; messages keep the path as given', () => {
+    // coremain/run.go confLoader: os.ReadFile(filepath.Clean(conf)), Filepath: conf. CoreDNS 1.14.7:
+    // -conf ./nope → "open nope: …", -conf /tmp//ct/sub/../nope → "open /tmp/ct/nope: …".
+    assert.throws(() => loadCorefile('./nope', '53'), { message: 'loading Caddyfile via flag: open nope: no such file or directory' });
+    assert.throws(() => loadCorefile('nope/', '53'), { message: 'loading Caddyfile via flag: open nope: no such file or directory' });
+    assert.throws(() => loadCorefile(`${work}//sub/../nope`, '53'), { message: `loading Caddyfile via flag: open ${work}/nope: no such file or directory` });
+    // The cleaned path is the one opened: `missing/..` is not looked up, and `good/` is the file.
+    writeFileSync('good', '. {\n}\n');
+    assert.deepEqual(loadCorefile('missing/../good', '53'), { contents: '. {\n}\n', file: 'missing/../good' });
+    assert.deepEqual(loadCorefile('good/', '53'), { contents: '. {\n}\n', file: 'good/' });
+  });
+
   test('-conf wins over ./Corefile', () => {
     writeFileSync('Corefile', 'from-cwd\n');
     writeFileSync('other', 'from-flag\n');
@@ -49,6 +61,14 @@ describe('loadCorefile', () => {
     assert.throws(() => loadCorefile('/nope/Corefile', '53'), { message: 'loading Caddyfile via flag: open /nope/Corefile: no such file or directory' });
   });
 
+  test('-conf naming a directory: the read fails, and Go names the path in the error', () => {
+    mkdirSync('sub');
+    const sub = join(work, 'sub');
+    // CoreDNS 1.14.7: "loading Caddyfile via flag: read /tmp/x/sub: is a directory".
+    assert.throws(() => loadCorefile(sub, '53'), { message: `loading Caddyfile via flag: read ${sub}: is a directory` });
+    assert.throws(() => loadCorefile('sub', '53'), { message: 'loading Caddyfile via flag: read sub: is a directory' });
+  });
+
   test('without -conf: ./Corefile, reported as `Corefile`', () => {
     writeFileSync('Corefile', '.:1053 {\n  whoami\n}\n');
     assert.deepEqual(loadCorefile('', '53'), { contents: '.:1053 {\n  whoami\n}\n', file: 'Corefile' });
@@ -57,6 +77,21 @@ describe('loadCorefile', () => {
   test('an empty ./Corefile is still the one used', () => {
     writeFileSync('Corefile', '');
     assert.deepEqual(loadCorefile('', '53'), { contents: '', file: 'Corefile' });
+  });
+
+  test('a ./Corefile that cannot be read is an error in Go\'s wording, without a loader prefix', () => {
+    // coremain/run.go defaultLoader: os.ReadFile("Corefile"); only "does not exist" falls back to the default,
+    // and caddy returns the default loader's error unwrapped. CoreDNS 1.14.7 prints these on stderr, exit 1.
+    mkdirSync('Corefile');
+    assert.throws(() => loadCorefile('', '53'), { message: 'read Corefile: is a directory' });
+    rmSync('Corefile', { recursive: true });
+    symlinkSync('Corefile', 'Corefile');
+    assert.throws(() => loadCorefile('', '53'), { message: 'open Corefile: too many levels of symbolic links' });
+  });
+
+  test('a dangling ./Corefile symlink does not exist: the default runs', () => {
+    symlinkSync('nowhere', 'Corefile');
+    assert.deepEqual(loadCorefile('', '1053'), defaultCorefile('1053'));
   });
 
   test('without -conf and ./Corefile: CoreDNS\'s default (whoami and log on -dns.port)', () => {

@@ -219,7 +219,8 @@ function afterChainError(table: ServeTable, req: Request, sink: ReplySink, e: un
     return;
   }
   if (table.debug) {
-    // The debug plugin turns recovery off: crash like an unrecovered Go panic (exit 2).
+    // The debug plugin turns recovery off: crash like an unrecovered Go panic. The exception leaves the
+    // serving code uncaught; the command line reports it as Go does and exits 2 (cli/panic.ts).
     process.nextTick(() => { throw e; });
     return;
   }

@@ -168,3 +168,14 @@ test('originsFromArgsOrServerBlock', () => {
 test('goQuote', () => {
   assert.equal(goQuote('a\tb\u0001ü\u200b'), '"a\\tb\\x01ü\\u200b"');
 });
+
+test('goQuote: printable is what Go\'s Unicode 15.0 tables say, not the newer Unicode of Node\'s regexps', () => {
+  // strconv.Quote of Go 1.26 (unicode.Version 15.0.0) for each code point.
+  const GO: Array<[number, string]> = [
+    [0x088f, '"\\u088f"'], [0x1faef, '"\\U0001faef"'], [0x2ebf0, '"\\U0002ebf0"'], [0x13460, '"\\U00013460"'],
+    [0x323b0, '"\\U000323b0"'], [0x33479, '"\\U00033479"'],
+    [0x1f600, '"\u{1f600}"'], [0xfffd, '"\ufffd"'], [0x323af, '"\u{323af}"'],
+    [0xe000, '"\\ue000"'], [0x2028, '"\\u2028"'], [0x3347a, '"\\U0003347a"'],
+  ];
+  for (const [cp, want] of GO) assert.equal(goQuote(String.fromCodePoint(cp)), want, cp.toString(16));
+});

@@ -83,7 +83,51 @@ export function goLower(s: string): string {
   return out;
 }
 
-/** Go's strconv.Quote (close enough for error messages). */
+/**
+ * Code points (hex, `a-b` for a range) that Unicode 15.1 to 17.0 assigned as letters, marks, numbers,
+ * punctuation or symbols. Node 24's regexps know them; Go's unicode tables (15.0.0, still in Go 1.26)
+ * do not, so strconv.Quote escapes them. Found by quoting every code point with both.
+ */
+const NEWER_THAN_GO_UNICODE = [
+  '88f 897 c5c cdc 1acf-1add 1ae0-1aeb 1b4e-1b4f 1b7f 1c89-1c8a 20c1 2427-2429 2b96 2ffc-2fff 31e4-31e5',
+  '31ef a7cb-a7cf a7d2 a7d4 a7da-a7dc a7f1 fbc3-fbd2 fd90-fd91 fdc8-fdce 105c0-105f3 10940-10959',
+  '10d40-10d65 10d69-10d85 10d8e-10d8f 10ec2-10ec7 10ed0-10ed8 10efa-10efc 11380-11389 1138b 1138e',
+  '11390-113b5 113b7-113c0 113c2 113c5 113c7-113ca 113cc-113d5 113d7-113d8 113e1-113e2 116d0-116e3',
+  '11b60-11b67 11bc0-11be1 11bf0-11bf9 11db0-11ddb 11de0-11de9 11f5a 13460-143fa 16100-16139 16d40-16d79',
+  '16ea0-16eb8 16ebb-16ed3 16ff2-16ff6 187f8-187ff 18cff 18d09-18d1e 18d80-18df2 1cc00-1ccfc 1cd00-1ceb3',
+  '1ceba-1ced0 1cee0-1cef0 1e5d0-1e5fa 1e5ff 1e6c0-1e6de 1e6e0-1e6f5 1e6fe-1e6ff 1f6d8 1f777-1f77a',
+  '1f8b2-1f8bb 1f8c0-1f8c1 1f8d0-1f8d8 1fa54-1fa57 1fa89-1fa8a 1fa8e-1fa8f 1fabe 1fac6 1fac8 1facd 1fadc',
+  '1fadf 1fae9-1faea 1faef 1fbcb-1fbef 1fbfa 2b73a-2b73f 2cea2-2cead 2ebf0-2ee5d 323b0-33479',
+].join(' ');
+
+/** Sorted [first, last] pairs of NEWER_THAN_GO_UNICODE. */
+const newerRanges: Array<[number, number]> = NEWER_THAN_GO_UNICODE.split(' ').map((r) => {
+  const [a, b = a] = r.split('-');
+  return [parseInt(a!, 16), parseInt(b, 16)];
+});
+
+function newerThanGoUnicode(cp: number): boolean {
+  let lo = 0;
+  let hi = newerRanges.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const [a, b] = newerRanges[mid]!;
+    if (cp < a) hi = mid - 1;
+    else if (cp > b) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/** Go's strconv.IsPrint for a non-ASCII code point: a letter, mark, number, punctuation or symbol of Unicode 15.0. */
+function goIsPrint(ch: string, cp: number): boolean {
+  return /[\p{L}\p{M}\p{N}\p{P}\p{S}]/u.test(ch) && !newerThanGoUnicode(cp);
+}
+
+/**
+ * Go's strconv.Quote: the escapes Go uses, printable characters as they are, everything else as
+ * \xNN, \uNNNN or \UNNNNNNNN. (Invalid UTF-8, which Go prints byte by byte, cannot reach a JS string.)
+ */
 export function goQuote(s: string): string {
   let out = '"';
   for (const ch of s) {
@@ -118,7 +162,7 @@ export function goQuote(s: string): string {
         continue;
     }
     if (cp < 0x20 || cp === 0x7f) out += '\\x' + cp.toString(16).padStart(2, '0');
-    else if (cp < 0x80 || /[\p{L}\p{M}\p{N}\p{P}\p{S}]/u.test(ch)) out += ch;
+    else if (cp < 0x80 || goIsPrint(ch, cp)) out += ch;
     else if (cp < 0x10000) out += '\\u' + cp.toString(16).padStart(4, '0');
     else out += '\\U' + cp.toString(16).padStart(8, '0');
   }

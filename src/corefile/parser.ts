@@ -6,6 +6,7 @@ import * as path from 'node:path';
 import { Dispenser } from './dispenser.ts';
 import type { Token } from './token.ts';
 import { lex } from './lexer.ts';
+import { goClean } from './gopath.ts';
 
 export interface ParseOptions {
   /** Whether `name` is a known directive (CoreDNS: listed in plugin.cfg). */
@@ -433,12 +434,6 @@ class Parser extends Dispenser {
     if (depth !== 0) throw this.syntaxErr('}');
     return tokens;
   }
-}
-
-/** Go's filepath.Clean for absolute paths (no trailing slash). */
-function goClean(p: string): string {
-  p = path.normalize(p);
-  return p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p;
 }
 
 function count(s: string, c: string): number {

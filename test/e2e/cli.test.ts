@@ -4,11 +4,11 @@
 
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, mkdirSync, openSync, symlinkSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BIN, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
+import { BIN, ROOT, startProcess, freePort, type NodensProcess } from '../helpers/server.ts';
 import { dig, kdig, status, flags } from '../helpers/dig.ts';
 import { COREDNS_VERSION } from '../../src/version.ts';
 
@@ -116,6 +116,25 @@ describe('command line', () => {
     assert.equal(r.stderr, 'loading Caddyfile via flag: open /nonexistent/Corefile: no such file or directory\n');
   });
 
+  test('a ./Corefile that is a directory is read as CoreDNS reads it: Go\'s error alone on stderr, exit 1', async () => {
+    // CoreDNS 1.14.7 in a directory whose Corefile is a directory: "read Corefile: is a directory" on stderr, exit 1.
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    mkdirSync(join(dir, 'Corefile'));
+    assert.deepEqual(await run(['-dns.port', '1053'], { cwd: dir }), { code: 1, stdout: '', stderr: 'read Corefile: is a directory\n' });
+  });
+
+  test('-conf stdin with a directory on standard input: the read error names /dev/stdin, as Go\'s os.Stdin does', async () => {
+    // CoreDNS 1.14.7: "loading Caddyfile via flag: read /dev/stdin: is a directory" on stderr, exit 1.
+    const fd = openSync(tmpdir(), 'r');
+    try {
+      const r = spawnSync(BIN, ['-conf', 'stdin'], { stdio: [fd, 'pipe', 'pipe'], encoding: 'utf8', timeout: 10000 });
+      assert.deepEqual({ code: r.status, stdout: r.stdout, stderr: r.stderr },
+        { code: 1, stdout: '', stderr: 'loading Caddyfile via flag: read /dev/stdin: is a directory\n' });
+    } finally {
+      closeSync(fd);
+    }
+  });
+
   test('a bad Corefile names file, line and token and exits 1', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
     const file = join(dir, 'Corefile');
@@ -175,6 +194,34 @@ describe('command line', () => {
     }
   });
 
+  test('with debug, an exception in a plugin ends the process as an unrecovered Go panic: `panic: ...` on stderr, exit 2', { timeout: 30_000 }, async () => {
+    // CoreDNS 1.14.7 with `debug`, `minimal` and a `hosts` that knows nothing (minimal writes a nil reply):
+    //   panic: runtime error: invalid memory address or nil pointer dereference
+    //   [signal SIGSEGV: segmentation violation code=0x1 addr=0x78 pc=0x73d2f7]
+    //   <blank line>
+    //   goroutine 93 [running]:
+    //   github.com/miekg/dns.(*Msg).IsEdns0(0x0)
+    //   \t/root/go/pkg/mod/github.com/miekg/dns@v1.1.72/defaults.go:151 +0x17
+    //   ...
+    // and exit status 2. nodens answers that case without an exception (see the minimal README), so
+    // whoami is made to throw by a preloaded test helper.
+    const p = await startProcess('.:{PORT} {\n  debug\n  whoami\n}\n', {
+      env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}` },
+    });
+    try {
+      assert.equal(status(await dig(p.port, 'www.example.org')), 'NOERROR');
+      await dig(p.port, '+tries=1', '+time=1', 'x.panic.test').catch(() => '');
+      assert.equal(await p.exited, 2);
+      const stderr = p.stderr.join('\n');
+      assert.ok(stderr.startsWith('panic: whoami-throws: boom\n\tsecond line\n\ngoroutine 1 [running]:\n'), stderr);
+      assert.match(stderr, /\nWhoami\.serveDNS\(\.\.\.\)\n\t\/\S+\/test\/helpers\/whoami-throws\.ts:\d+\n/);
+      // No Node.js crash report.
+      assert.doesNotMatch(stderr, /Node\.js v|throw e;|^Error:/m);
+    } finally {
+      await p.stop();
+    }
+  });
+
   test('SIGUSR1 reloads the Corefile; a broken one keeps the old configuration', async () => {
     const p = await startProcess('.:{PORT} {\n  hosts {\n    192.0.2.1 a.example.org\n  }\n}\n');
     try {
@@ -193,3 +240,53 @@ describe('command line', () => {
     }
   });
 });
+
+// ---------------------------------------------------------------- reading the Corefile, against CoreDNS itself
+
+/** The reference CoreDNS: scripts/coredns-reference.sh prints it, building it once when missing. */
+function referenceBinary(): string {
+  const r = spawnSync(join(ROOT, 'scripts', 'coredns-reference.sh'), { encoding: 'utf8', timeout: 900_000 });
+  assert.equal(r.status, 0, `scripts/coredns-reference.sh failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+describe('the reference CoreDNS reads (or fails to read) the Corefile the same way', () => {
+  test('same exit status and stderr for unreadable, directory and uncleaned Corefile paths', async () => {
+    const reference = referenceBinary();
+    const dir = mkdtempSync(join(tmpdir(), 'nodens-cli-'));
+    const at = (name: string): string => { const d = join(dir, name); mkdirSync(d); return d; };
+    mkdirSync(join(at('dircwd'), 'Corefile'));
+    symlinkSync('Corefile', join(at('loopcwd'), 'Corefile'));
+    const plain = at('plain');
+    mkdirSync(join(plain, 'sub'));
+    writeFileSync(join(plain, 'bad'), '.:1053 {\n  whoami\n  frobnicate\n}\n');
+    const cases: Array<{ cwd: string; args: string[] }> = [
+      { cwd: join(dir, 'dircwd'), args: [] },
+      { cwd: join(dir, 'loopcwd'), args: [] },
+      { cwd: plain, args: ['-conf', join(plain, 'sub')] },
+      { cwd: plain, args: ['-conf', 'sub/'] },
+      { cwd: plain, args: ['-conf', '.'] },
+      { cwd: plain, args: ['-conf', './nope'] },
+      { cwd: plain, args: ['-conf', 'nope/'] },
+      { cwd: plain, args: ['-conf', `${plain}//sub/../nope`] },
+      { cwd: plain, args: ['-conf', './missing/../bad'] },
+      { cwd: plain, args: ['-conf', 'bad/'] },
+    ];
+    const both = await Promise.all(cases.map(async ({ cwd, args }) => {
+      const [ours, theirs] = await Promise.all([run(args, { cwd }), runFile(reference, args, cwd)]);
+      return { what: `${cwd}: ${args.join(' ')}`, ours, theirs };
+    }));
+    for (const { what, ours, theirs } of both) {
+      assert.equal(theirs.code, 1, what);
+      assert.deepEqual({ code: ours.code, stderr: ours.stderr }, { code: theirs.code, stderr: theirs.stderr }, what);
+    }
+  });
+});
+
+function runFile(file: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { cwd, timeout: 10000 }, (err, _stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : null) : 0, stderr });
+    });
+  });
+}

@@ -1,10 +1,12 @@
 // -workers N: several processes share the port through SO_REUSEPORT; the
-// primary relays signals and a bad Corefile still fails once with exit 1.
+// primary relays signals, a bad Corefile still fails once with exit 1, and a
+// worker's unrecovered panic (debug on) stops the server with exit 2.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { startProcess } from '../helpers/server.ts';
+import { join } from 'node:path';
+import { ROOT, startProcess } from '../helpers/server.ts';
 import { dig, status } from '../helpers/dig.ts';
 
 function workerPids(primary: number): number[] {
@@ -33,4 +35,20 @@ test('-workers 2 with a bad Corefile fails once with CoreDNS\'s error and exit 1
   const p = await startProcess('.:{PORT} {\n  nosuch\n}\n', { args: ['-workers', '2'], wait: false });
   assert.equal(await p.exited, 1);
   assert.equal(p.stderr.filter((l) => /Unknown directive 'nosuch'/.test(l)).length, 1, p.stderr.join('\n'));
+});
+
+test('-workers 2 with debug: a worker\'s unrecovered panic stops the whole server with exit 2, as CoreDNS stops', { timeout: 30_000 }, async () => {
+  // whoami is made to throw for *.panic.test by a preloaded test helper (see cli.test.ts for CoreDNS's own panic).
+  const p = await startProcess('.:{PORT} {\n  debug\n  whoami\n}\n', {
+    args: ['-workers', '2'],
+    env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}` },
+  });
+  try {
+    await dig(p.port, 'x.panic.test').catch(() => '');
+    assert.equal(await p.exited, 2);
+    assert.equal(p.stderr.filter((l) => l.startsWith('panic: whoami-throws: boom')).length, 1, p.stderr.join('\n'));
+    assert.equal(p.stdout.some((l) => / exited \(2\); starting a new one/.test(l)), false, p.stdout.join('\n'));
+  } finally {
+    await p.stop();
+  }
 });

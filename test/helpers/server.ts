@@ -54,15 +54,15 @@ export interface NodensProcess {
 /**
  * Run bin/nodens with a Corefile written to a temp dir. `{PORT}` in the text is
  * replaced by a free port. Waits until the version banner is printed (or the
- * process exits) unless `wait` is false.
+ * process exits) unless `wait` is false. `env` is added to this process's environment.
  */
-export async function startProcess(corefile: string, opts: { args?: string[]; wait?: boolean; files?: Record<string, string> } = {}): Promise<NodensProcess> {
+export async function startProcess(corefile: string, opts: { args?: string[]; wait?: boolean; files?: Record<string, string>; env?: Record<string, string> } = {}): Promise<NodensProcess> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'nodens-test-'));
   for (const [name, text] of Object.entries(opts.files ?? {})) writeFileSync(join(dir, name), text);
   const file = join(dir, 'Corefile');
   writeFileSync(file, corefile.replaceAll('{PORT}', String(port)));
-  const proc = spawn(BIN, ['-conf', file, ...(opts.args ?? [])], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(BIN, ['-conf', file, ...(opts.args ?? [])], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
   const stdout: string[] = [];
   const stderr: string[] = [];
   const waiters: Array<() => void> = [];

@@ -1,0 +1,12 @@
+// Preloaded into a real bin/nodens by tests that need a built-in plugin to throw while it serves
+// (NODE_OPTIONS="--import <this file>"): whoami throws for names under panic.test. and answers
+// everything else as usual. Nothing under src/ knows about it; it only replaces a method of the
+// module that the server loads too.
+
+import { Whoami } from '../../src/plugin/whoami/whoami.ts';
+
+const serve = Whoami.prototype.serveDNS;
+Whoami.prototype.serveDNS = function (this: Whoami, ...args: Parameters<Whoami['serveDNS']>) {
+  if (args[0].qname.toLowerCase().endsWith('panic.test.')) throw new Error('whoami-throws: boom\nsecond line');
+  return serve.apply(this, args);
+};
