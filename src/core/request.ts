@@ -57,6 +57,8 @@ export class Request {
   readonly server: string;
   /** The zone of the server block that matched (set by the server before the chain runs). */
   zone = '.';
+  /** The view of the server block that matched ('' when it has none): CoreDNS's ViewKey, the metrics' `view` label. */
+  view = '';
   /** process.hrtime.bigint() at arrival. */
   readonly start: bigint;
   private wireBytes: Uint8Array | undefined;
@@ -67,7 +69,10 @@ export class Request {
   private readonly root: Request;
   private pluginName = '';
   private ede: EdnsOption[] | undefined;
+  /** The metadata of the query: undefined until the metadata plugin's collection began it (CoreDNS's md in the context). */
   private meta: Map<string, string | (() => string)> | undefined;
+  /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
+  private values: Map<string, string> | undefined;
   private readonly router: SubQueryRouter | undefined;
   /** How many internal lookups this request is nested in. */
   private readonly depth: number;
@@ -156,9 +161,24 @@ export class Request {
     (this.root.ede ??= []).push(option);
   }
 
-  /** Set a metadata label (CoreDNS's metadata.SetValueFunc); a function is evaluated when read. */
-  setMetadata(label: string, value: string | (() => string)): void {
-    (this.root.meta ??= new Map()).set(label, value);
+  /**
+   * Start this query's metadata afresh (CoreDNS's metadata.ContextWithMetadata): called by the metadata
+   * plugin's collector at routing time. Until then, and in blocks without the metadata plugin, metadata
+   * labels cannot be set.
+   */
+  beginMetadata(): void {
+    this.root.meta = new Map();
+  }
+
+  /**
+   * Set a metadata label (CoreDNS's metadata.SetValueFunc); a function is evaluated when read. Like
+   * SetValueFunc, it does nothing (and returns false) where the metadata plugin did not begin the metadata.
+   */
+  setMetadata(label: string, value: string | (() => string)): boolean {
+    const m = this.root.meta;
+    if (m === undefined) return false;
+    m.set(label, value);
+    return true;
   }
 
   /** A metadata label's value, or undefined when no plugin set it. */
@@ -171,6 +191,19 @@ export class Request {
   metadataLabels(): string[] {
     const m = this.root.meta;
     return m === undefined ? [] : [...m.keys()].sort();
+  }
+
+  /**
+   * Set a value for other plugins of this query that does not depend on the metadata plugin (what
+   * CoreDNS keeps in the context under a key of its own), e.g. the upstream forward used, for loop's guard.
+   */
+  setValue(key: string, value: string): void {
+    (this.root.values ??= new Map()).set(key, value);
+  }
+
+  /** A value set with `setValue`, or undefined. */
+  value(key: string): string | undefined {
+    return this.root.values?.get(key);
   }
 
   /**
@@ -224,6 +257,7 @@ export class Request {
     const r = new Request(msg, msg === this.msg ? this.wireBytes : undefined, proto,
       this.remoteAddress, this.remotePort, this.localAddress, this.localPort, this.server, this.start, this.router);
     r.zone = this.zone;
+    r.view = this.view;
     // Set once here, readonly everywhere else.
     const w = r as unknown as { root: Request; depth: number };
     if (root !== undefined) w.root = root;

@@ -37,7 +37,7 @@ interface TestTable extends ServeTable {
 /** A table as instance.ts builds it: zone → block; `null` is a block with no plugins. */
 function makeTable(blocks: Record<string, Handler | null>, opts: { name?: string; classChaos?: boolean; stacktrace?: boolean; debug?: boolean } = {}): TestTable {
   const zones = new Map<string, RoutedBlock>();
-  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain: chain ?? undefined });
+  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain: chain ?? undefined, filters: [], view: '', collect: undefined, next: undefined });
   const t: TestTable = {
     name: opts.name ?? 'dns://:53',
     zones,
