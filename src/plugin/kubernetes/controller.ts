@@ -58,6 +58,8 @@ export interface Pod {
   key: string;
   podIP: string;
   deleting: boolean;
+  /** The pod's labels (the `kubernetes/client-label/<key>` metadata). */
+  labels: Readonly<Record<string, string>>;
 }
 
 export interface ServiceImport {
@@ -128,6 +130,7 @@ export function toPod(o: RawObject): Pod {
   return {
     rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
     podIP: status.podIP ?? '', deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
+    labels: o.metadata.labels ?? {},
   };
 }
 
