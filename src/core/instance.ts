@@ -217,8 +217,9 @@ export class Instance implements InstanceServices {
           const ukey = zoneAddrString(za);
           // A block with a view may share its zone and port with others: checked for overlap, never registered.
           const filtered = block.filters.length > 0;
-          if (!filtered && registered.has(akey)) throw new StartupError(`cannot serve ${akey} - it is already defined`);
-          const already = unbound.get(ukey);
+          const exists = registered.has(akey);
+          if (exists && !filtered) throw new StartupError(`cannot serve ${akey} - it is already defined`);
+          const already = exists ? undefined : unbound.get(ukey);
           if (already !== undefined) {
             if (host === '') throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${already}`);
             if (registered.has(ukey)) throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${ukey}`);
