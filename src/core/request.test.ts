@@ -104,13 +104,14 @@ test('lookup: a copy of the query (flags, EDNS options) with the new question, i
   assert.deepEqual(seen.msg.edns, r.msg.edns);
   assert.notEqual(seen.msg.edns, r.msg.edns); // a copy, not the same object
   assert.equal(seen.remoteAddress, '192.0.2.1');
-  // CoreDNS collects metadata afresh for a sub-query.
-  assert.equal(seen.metadata('test/label'), undefined);
-  assert.equal(seen.setMetadata('test/inner', '1'), false);
+  // CoreDNS serves a sub-query with the query's context: its metadata until a block's collection begins anew.
+  assert.equal(seen.metadata('test/label'), 'outer');
   seen.beginMetadata();
+  assert.equal(seen.metadata('test/label'), undefined);
   seen.setMetadata('test/inner', '1');
   assert.equal(seen.metadata('test/inner'), '1');
   assert.equal(r.metadata('test/inner'), undefined);
+  assert.equal(r.metadata('test/label'), 'outer');
   assert.equal(reply?.question[0]!.name, 'target.example.');
 });
 

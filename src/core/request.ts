@@ -248,8 +248,11 @@ export class Request {
       additional: [...m.additional],
       edns: m.edns === undefined ? undefined : { ...m.edns, options: [...m.edns.options] },
     };
-    // A sub-query is a query of its own (CoreDNS collects metadata afresh for it): its own root, one level deeper.
-    return router.exchange(this.copy(msg, this.proto, undefined, this.depth + 1));
+    // A sub-query is a query of its own (its own root, one level deeper) served with the same context in
+    // CoreDNS: it starts with this query's metadata, until a block's metadata collection begins its own.
+    const sub = this.copy(msg, this.proto, undefined, this.depth + 1);
+    sub.meta = this.root.meta;
+    return router.exchange(sub);
   }
 
   /** A request like this one with another message/transport; `root` undefined makes it a root of its own. */

@@ -135,7 +135,8 @@ function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | 
     return;
   }
   req.zone = block.zone;
-  req.view = block.view;
+  // CoreDNS sets its ViewKey only for a block with a view (a sub-query keeps its parent's otherwise).
+  if (block.view !== '') req.view = block.view;
   return runChain(table, block.chain, req, w, sink);
 }
 
