@@ -26,6 +26,12 @@ const COMPILE_ERRORS: [string, string][] = [
   ["type() in 'abc'", "invalid operation: in (mismatched types string and string) (1:8)\n | type() in 'abc'\n | .......^"],
   ['type() contains 1', 'invalid operation: contains (mismatched types string and int) (1:8)\n | type() contains 1\n | .......^'],
   ['type() + 1', 'invalid operation: + (mismatched types string and int) (1:8)\n | type() + 1\n | .......^'],
+  ["metadata(nil) == ''", "cannot use nil as argument (type string) to call metadata (1:10)\n | metadata(nil) == ''\n | .........^"],
+  ['(1 == 1', 'unexpected token EOF (1:7)\n | (1 == 1\n | ......^'],
+  ["do() == 'x'", 'invalid operation: == (mismatched types bool and string) (1:6)\n | do() == \'x\'\n | .....^'],
+  ["-'a' == 'b'", "invalid operation: - (mismatched type string) (1:1)\n | -'a' == 'b'\n | ^"],
+  ['name() ? 1 : 2', 'non-bool expression (type string) used as condition (1:1)\n | name() ? 1 : 2\n | ^'],
+  ["1 < 'a' < 3", "invalid operation: < (mismatched types int and string) (1:3)\n | 1 < 'a' < 3\n | ..^"],
 ];
 
 test('expression: compile errors read as expr-lang prints them', () => {
@@ -39,14 +45,15 @@ test('expression: compile errors read as expr-lang prints them', () => {
 });
 
 test('expression: expr-lang syntax outside the subset is refused as such', () => {
-  for (const src of ["type == 'A'", '1 .. 2', 'len(name()) > 3', "name().foo", "[1][0] == 1", "size() > 1 ? true : false", "nil ?? 'a'", "let x = 1; x"]) {
+  for (const src of ["type == 'A'", '1 .. 2', 'len(name()) > 3', "name().foo", "[1][0] == 1", 'do() ?: true', "nil ?? 'a'", "let x = 1; x"]) {
     assert.throws(() => Expression.compile(src), UnsupportedExpression, src);
   }
 });
 
 test('expression: valid expressions compile (CoreDNS accepts each)', () => {
   for (const src of ["type() not in ['A']", "name() not matches 'a'", "name() not contains 'a'", "1 in [1,'a']", 'size() + 1 > 2',
-    "'a' == nil", 'nil == nil', '-size() < 0', "'ab\\\\'", "name() matches type()", '`raw\\n` == "raw\\\\n"', '0x10 == 16', '1.5e1 == 15']) {
+    "'a' == nil", 'nil == nil', '-size() < 0', "'ab\\\\'", "name() matches type()", '`raw\\n` == "raw\\\\n"', '0x10 == 16', '1.5e1 == 15',
+    '1 < size() < 100000', "type() == 'A' ? true : false", "true ? 1 : 'a'", '[1,] == [1]', "incidr(client_ip(), '10.0.0.0/8',)", '1 / 0 > 1', '1 == nil']) {
     assert.ok(Expression.compile(src) instanceof Expression, src);
   }
 });
@@ -91,6 +98,10 @@ const VALUES: [string, unknown][] = [
   ["'a' == nil", false],
   ['[1, 2] == [1, 2]', true],
   ["type() == 'A' or (proto() == 'tcp' and do())", true],
+  ['1 < size() < 100000', true],
+  ['1 < size() <= 2', false],
+  ["type() == 'AAAA' ? 'six' : 'four'", 'six'],
+  ['false ? 1 : do() ? 2 : 3', 2],
 ];
 
 test('expression: values of the DefaultEnv functions and operators', () => {

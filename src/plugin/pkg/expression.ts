@@ -7,7 +7,7 @@
 // the DefaultEnv functions, `or`/`||`, `and`/`&&`, `not`/`!`, `==`, `!=`, `<`,
 // `<=`, `>`, `>=`, `in`, `matches` (Go regexps), `contains`, `startsWith`,
 // `endsWith` (each also after `not`), `+`, `-`, `*`, `/`, `%` and unary
-// `-`/`+`. Compilation checks types as expr's checker does and fails with
+// `-`/`+`, chained comparisons (`1 < size() < 512`) and `cond ? a : b`. Compilation checks types as expr's checker does and fails with
 // expr's messages and position snippet (`unknown name foo (1:1)\n | foo()\n | ^`);
 // syntax expr-lang has but this subset does not (member access, builtins,
 // ranges, ternaries, pipes, closures, ...) fails with an UnsupportedExpression.
@@ -215,7 +215,8 @@ type Node =
   | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[] }
   | { readonly k: 'call'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; f?: number; cidr?: Cidr }
   | { readonly k: 'un'; readonly op: string; readonly x: Node; readonly pos: number }
-  | { readonly k: 'bin'; readonly op: string; readonly not: boolean; readonly l: Node; readonly r: Node; readonly pos: number; re?: GoRegexp };
+  | { readonly k: 'bin'; readonly op: string; readonly not: boolean; readonly l: Node; readonly r: Node; readonly pos: number; re?: GoRegexp }
+  | { readonly k: 'cond'; readonly c: Node; readonly a: Node; readonly b: Node; readonly pos: number };
 
 const BINARY: ReadonlyMap<string, number> = new Map([
   ['or', 10], ['||', 10], ['and', 15], ['&&', 15],
@@ -224,7 +225,9 @@ const BINARY: ReadonlyMap<string, number> = new Map([
   ['+', 30], ['-', 30], ['*', 60], ['/', 60], ['%', 60],
 ]);
 /** expr-lang operators outside the subset, when met where a binary operator goes. */
-const UNSUPPORTED_BINARY = new Set(['..', '??', '**', '^', '|', '?', '?.', '.']);
+const UNSUPPORTED_BINARY = new Set(['..', '??', '**', '^', '|', '?.', '.']);
+/** expr's chained comparisons: `a < b < c` is `a < b && b < c`. */
+const CHAINED = new Set(['<', '>', '<=', '>=']);
 /** expr-lang's builtin functions (`type` is disabled by CoreDNS): none is in the subset. */
 const BUILTINS = new Set([
   'all', 'none', 'any', 'one', 'filter', 'map', 'find', 'findIndex', 'findLast', 'findLastIndex', 'count', 'sum',
@@ -278,6 +281,25 @@ class Parser {
   }
 
   private expr(minPrec: number): Node {
+    const n = this.binary(minPrec);
+    return minPrec === 0 ? this.conditional(n) : n;
+  }
+
+  /** `cond ? a : b` (expr's parseConditional; its `?:` short form is not in the subset). */
+  private conditional(n: Node): Node {
+    while (this.at('Operator', '?')) {
+      const q = this.cur;
+      this.i++;
+      if (this.at('Operator', ':')) this.unsupported('the operator "?:"', q.pos);
+      const a = this.expr(0);
+      this.expect('Operator', ':');
+      const b = this.expr(0);
+      n = { k: 'cond', c: n, a, b, pos: q.pos };
+    }
+    return n;
+  }
+
+  private binary(minPrec: number): Node {
     let left = this.unary();
     for (;;) {
       const t = this.cur;
@@ -299,10 +321,28 @@ class Parser {
       }
       if (prec < minPrec) break;
       this.i += next;
+      if (!not && CHAINED.has(op)) {
+        left = this.comparison(left, t, prec);
+        continue;
+      }
       const right = this.expr(prec + 1);
       left = { k: 'bin', op, not, l: left, r: right, pos: t.pos };
     }
     return left;
+  }
+
+  /** expr's parseComparison: `a < b < c` becomes `(a < b) && (b < c)`. */
+  private comparison(left: Node, t: Token, prec: number): Node {
+    let root: Node | undefined;
+    for (;;) {
+      const cmp: Node = { k: 'bin', op: t.value, not: false, l: left, r: this.expr(prec + 1), pos: t.pos };
+      root = root === undefined ? cmp : { k: 'bin', op: '&&', not: false, l: root, r: cmp, pos: t.pos };
+      left = cmp.r;
+      t = this.cur;
+      if (!(t.kind === 'Operator' && CHAINED.has(t.value))) break;
+      this.i++;
+    }
+    return root;
   }
 
   private unary(): Node {
@@ -426,7 +466,8 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
       n.args.forEach((a, i) => {
         const at = check(a, fail);
         const want = def.params[i]!;
-        if (at !== want && !isAny(at)) fail(`cannot use ${at} as argument (type ${want}) to call ${n.fn} `, a.pos);
+        // expr prints a space after the function name except for nil.
+        if (at !== want && !isAny(at)) fail(`cannot use ${at} as argument (type ${want}) to call ${n.fn}${at === 'nil' ? '' : ' '}`, a.pos);
       });
       n.f = FN_NUMBER.get(n.fn)!;
       if (n.f === F_INCIDR) {
@@ -443,6 +484,13 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
       }
       if (!isNum(t) && !isAny(t)) fail(`invalid operation: ${n.op} (mismatched type ${t})`, n.pos);
       return t;
+    }
+    case 'cond': {
+      const c = check(n.c, fail);
+      if (c !== 'bool' && !isAny(c)) fail(`non-bool expression (type ${c}) used as condition`, n.c.pos);
+      const a = check(n.a, fail);
+      const b = check(n.b, fail);
+      return a === b ? a : 'interface {}';
     }
     case 'bin': {
       const l = check(n.l, fail);
@@ -553,6 +601,11 @@ function evaluate(n: Node, req: Request): ExprValue {
     case 'lit': return n.v;
     case 'arr': return n.constant ?? n.items.map((it) => evaluate(it, req));
     case 'call': return call(n, req);
+    case 'cond': {
+      const c = evaluate(n.c, req);
+      if (typeof c !== 'boolean') throw new RunError('not a bool');
+      return evaluate(c ? n.a : n.b, req);
+    }
     case 'un': {
       const v = evaluate(n.x, req);
       if (n.op === '!' || n.op === 'not') {
