@@ -126,3 +126,14 @@ test('expression: metadata() reads the request\'s labels once collection began',
   r.setMetadata('view/name', () => 'v');
   assert.equal(e.test(r), true);
 });
+
+test('expression: lexer errors at expr\'s positions', () => {
+  const cases: [string, string][] = [
+    ["'abc", "literal not terminated (1:5)\n | 'abc\n | ....^"],
+    ['1e == 1', 'invalid float literal: strconv.ParseFloat: parsing "1e": invalid syntax (1:4)\n | 1e == 1\n | ...^'],
+    ['99999999999999999999 > 1', 'invalid integer literal: strconv.ParseInt: parsing "99999999999999999999": value out of range (1:22)\n | 99999999999999999999 > 1\n | .....................^'],
+    ['not type() == \'A\'', "invalid operation: not (mismatched type string) (1:1)\n | not type() == 'A'\n | ^"],
+    ['1 2', 'unexpected token Number("2") (1:3)\n | 1 2\n | ..^'],
+  ];
+  for (const [src, msg] of cases) assert.throws(() => Expression.compile(src), { message: msg }, src);
+});

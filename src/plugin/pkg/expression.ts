@@ -103,7 +103,7 @@ function lex(runes: readonly string[], fail: (msg: string, pos: number) => never
     if (c === ' ' || c === '\t' || c === '\n' || c === '\r') { i++; continue; }
     const start = i;
     if (isDigit(c) || (c === '.' && i + 1 < n && isDigit(runes[i + 1]!))) {
-      i = lexNumber(runes, i, fail);
+      i = lexNumber(runes, i);
       out.push({ kind: 'Number', value: runes.slice(start, i).join(''), pos: start });
       continue;
     }
@@ -113,7 +113,7 @@ function lex(runes: readonly string[], fail: (msg: string, pos: number) => never
         if (runes[j] === '\n') break;
         j += runes[j] === '\\' ? 2 : 1;
       }
-      if (j >= n || runes[j] !== c) fail('literal not terminated', start);
+      if (j >= n || runes[j] !== c) fail('literal not terminated', Math.min(j, n));
       out.push({ kind: 'String', value: unescape(runes.slice(i + 1, j), start, fail), pos: start });
       i = j + 1;
       continue;
@@ -121,7 +121,7 @@ function lex(runes: readonly string[], fail: (msg: string, pos: number) => never
     if (c === '`') {
       let j = i + 1;
       while (j < n && runes[j] !== '`') j++;
-      if (j >= n) fail('literal not terminated', start);
+      if (j >= n) fail('literal not terminated', n);
       out.push({ kind: 'String', value: runes.slice(i + 1, j).join(''), pos: start });
       i = j + 1;
       continue;
@@ -150,9 +150,8 @@ function lex(runes: readonly string[], fail: (msg: string, pos: number) => never
   return out;
 }
 
-function lexNumber(runes: readonly string[], i: number, fail: (msg: string, pos: number) => never): number {
+function lexNumber(runes: readonly string[], i: number): number {
   const n = runes.length;
-  const start = i;
   if (runes[i] === '0' && (runes[i + 1] === 'x' || runes[i + 1] === 'X')) {
     i += 2;
     while (i < n && /[0-9a-fA-F_]/.test(runes[i]!)) i++;
@@ -167,7 +166,6 @@ function lexNumber(runes: readonly string[], i: number, fail: (msg: string, pos:
   if (runes[i] === 'e' || runes[i] === 'E') {
     i++;
     if (runes[i] === '+' || runes[i] === '-') i++;
-    if (i >= n || !isDigit(runes[i]!)) fail('bad number syntax', start);
     while (i < n && isDigit(runes[i]!)) i++;
   }
   return i;
@@ -371,7 +369,8 @@ class Parser {
     switch (t.kind) {
       case 'Number': {
         this.i++;
-        return numberLiteral(t, this.fail);
+        // expr reports a bad literal where its parser stands: at the next token.
+        return numberLiteral(t, this.cur.pos, this.fail);
       }
       case 'String':
         this.i++;
@@ -427,16 +426,21 @@ class Parser {
   }
 }
 
-function numberLiteral(t: Token, fail: (msg: string, pos: number) => never): Node {
+function numberLiteral(t: Token, errPos: number, fail: (msg: string, pos: number) => never): Node {
   const s = t.value.replaceAll('_', '');
-  if (/^0[xX]/.test(s)) return { k: 'lit', v: parseInt(s.slice(2), 16), t: 'int', pos: t.pos };
+  if (/^0[xX]/.test(s)) {
+    const v = parseInt(s.slice(2), 16);
+    if (Number.isNaN(v)) fail(`invalid integer literal: strconv.ParseInt: parsing ${JSON.stringify(t.value)}: invalid syntax`, errPos);
+    return { k: 'lit', v, t: 'int', pos: t.pos };
+  }
   if (/[.eE]/.test(s)) {
-    const v = Number(s);
-    if (Number.isNaN(v)) fail(`invalid float literal: ${t.value}`, t.pos);
+    const v = /[eE][+-]?$/.test(s) ? NaN : Number(s);
+    if (Number.isNaN(v)) fail(`invalid float literal: strconv.ParseFloat: parsing ${JSON.stringify(t.value)}: invalid syntax`, errPos);
     return { k: 'lit', v, t: 'float64', pos: t.pos };
   }
   const v = Number(s);
-  if (!Number.isSafeInteger(v)) fail(`invalid integer literal: ${t.value}`, t.pos);
+  // Go's int is 64 bits: larger literals are errors there; numbers above 2^53 lose precision here.
+  if (BigInt(s) > 9223372036854775807n) fail(`invalid integer literal: strconv.ParseInt: parsing ${JSON.stringify(t.value)}: value out of range`, errPos);
   return { k: 'lit', v, t: 'int', pos: t.pos };
 }
 
