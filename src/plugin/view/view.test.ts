@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parse, plugin } from './setup.ts';
 import { View, viewFilter } from './view.ts';
 import { Expression } from '../pkg/expression.ts';
-import { CaptureWriter, StubHandler, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
+import { CaptureWriter, StubHandler, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { startServer } from '../../index.ts';
 import { exchange } from '../../../test/helpers/client.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -124,4 +124,39 @@ test('view: same zone and port twice without a view is still an error; with one 
   // A view does not lift the bind overlap rule.
   await assert.rejects(start('.:0 {\n bind 127.0.0.1\n whoami\n}\n.:0 {\n view a\n whoami\n}\n'),
     { message: 'cannot serve dns://.:0 - zone overlap listener capacity with dns://.:0 on 127.0.0.1' });
+});
+
+test('view: the view label of the metrics; views survive a reload', async () => {
+  const corefile = (name: string) => `.:0 {
+  prometheus 127.0.0.1:0
+  view ${name} {
+    expr proto() == 'tcp'
+  }
+  cache 30
+  whoami
+}
+.:0 {
+  prometheus 127.0.0.1:0
+  hosts {
+    192.0.2.1 www.example
+  }
+}
+`;
+  const server = await startServer({ dnsPort: 0, corefile: corefile('tcponly') });
+  try {
+    const port = server.port;
+    const before = await metricValue('coredns_dns_requests_total', { view: 'tcponly' });
+    const hits = await metricValue('coredns_cache_requests_total', { view: 'tcponly' });
+    assert.equal((await ask(port, 'www.example.', RRType.A, true)).additional.length, 2, 'whoami over TCP');
+    assert.equal((await ask(port, 'www.example.', RRType.A)).answer.length, 1, 'hosts over UDP');
+    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'tcponly' }) - before, 1);
+    assert.equal(await metricValue('coredns_cache_requests_total', { view: 'tcponly' }) - hits, 1);
+    assert.equal(await metricValue('coredns_plugin_enabled', { view: 'tcponly', name: 'whoami' }), 1);
+    assert.equal(await server.reload(corefile('renamed')), undefined);
+    const renamed = await metricValue('coredns_dns_requests_total', { view: 'renamed' });
+    assert.equal((await ask(port, 'www.example.', RRType.A, true)).additional.length, 2);
+    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'renamed' }) - renamed, 1);
+  } finally {
+    await server.stop();
+  }
 });
