@@ -4,7 +4,8 @@
 // builds a new instance and hands the listeners over to it.
 
 import type {
-  BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, PluginFactory, ReloadControl, SetupContext,
+  BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, MetadataCollector, PluginFactory, ReloadControl,
+  RouteFilter, SetupContext,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, zoneAddrString, type ZoneAddr } from '../corefile/address.ts';
@@ -70,6 +71,9 @@ class Block implements BlockConfig {
   readonly tokens: Map<string, Token[]>;
   readonly factories: PluginFactory[] = [];
   chain: Handler | undefined;
+  viewName = '';
+  readonly filters: RouteFilter[] = [];
+  collector: MetadataCollector | undefined;
 
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
@@ -80,6 +84,16 @@ class Block implements BlockConfig {
     this.tokens = block.tokens;
     this.file = block.keys[0]?.file ?? file;
     this.line = block.keys[0]?.line ?? 0;
+  }
+
+  addFilter(viewName: string, filter: RouteFilter): void {
+    if (this.viewName !== '' && this.viewName !== viewName) throw new Error('multiple views defined in server block');
+    this.viewName = viewName;
+    this.filters.push(filter);
+  }
+
+  setMetadataCollector(collect: MetadataCollector): void {
+    this.collector ??= collect;
   }
 }
 
@@ -195,8 +209,8 @@ export class Instance implements InstanceServices {
   private buildTables(): void {
     const registered = new Map<string, string>(); // full zoneAddr → its string
     const unbound = new Map<string, string>();    // zoneAddr without address → first registered
-    const zonesByAddr = new Map<string, Map<string, RoutedBlock>>();
-    const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean }>();
+    const zonesByAddr = new Map<string, Map<string, Block[]>>();
+    const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean; filtered: boolean }>();
     const connByAddr = new Map<string, ConnectionLimits>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
@@ -206,14 +220,19 @@ export class Instance implements InstanceServices {
         for (const host of block.listenHosts) {
           const akey = zoneAddrString({ ...za, address: host });
           const ukey = zoneAddrString(za);
-          if (registered.has(akey)) throw new StartupError(`cannot serve ${akey} - it is already defined`);
-          const already = unbound.get(ukey);
+          // A block with a view may share its zone and port with others: checked for overlap, never registered.
+          const filtered = block.filters.length > 0;
+          const exists = registered.has(akey);
+          if (exists && !filtered) throw new StartupError(`cannot serve ${akey} - it is already defined`);
+          const already = exists ? undefined : unbound.get(ukey);
           if (already !== undefined) {
             if (host === '') throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${already}`);
             if (registered.has(ukey)) throw new StartupError(`cannot serve ${akey} - zone overlap listener capacity with ${ukey}`);
           }
-          registered.set(akey, akey);
-          if (!unbound.has(ukey)) unbound.set(ukey, akey);
+          if (!filtered) {
+            registered.set(akey, akey);
+            if (!unbound.has(ukey)) unbound.set(ukey, akey);
+          }
 
           const addr = listenAddress(za.transport, host, za.port);
           let zones = zonesByAddr.get(addr);
@@ -221,10 +240,13 @@ export class Instance implements InstanceServices {
             zones = new Map();
             zonesByAddr.set(addr, zones);
             this.hostsOf.set(addr, { host, port: za.port, transport: za.transport });
-            flags.set(addr, { chaos: false, debug: false, stacktrace: false });
+            flags.set(addr, { chaos: false, debug: false, stacktrace: false, filtered: false });
           }
-          zones.set(za.zone, { zone: za.zone, chain: block.chain });
+          const list = zones.get(za.zone);
+          if (list === undefined) zones.set(za.zone, [block]);
+          else list.push(block);
           const f = flags.get(addr)!;
+          if (block.filters.length > 0 || block.collector !== undefined || list !== undefined) f.filtered = true;
           if (block.tokens.has('chaos') || block.tokens.has('forward') || block.tokens.has('proxy')) f.chaos = true;
           if (block.debug) f.debug = true;
           if (block.stacktrace) f.stacktrace = true;
@@ -239,12 +261,21 @@ export class Instance implements InstanceServices {
       }
     }
     let anyDebug = false;
-    for (const [addr, zones] of zonesByAddr) {
+    for (const [addr, blocksOf] of zonesByAddr) {
       const f = flags.get(addr)!;
       anyDebug ||= f.debug;
+      const zones = new Map<string, RoutedBlock>();
+      for (const [zone, list] of blocksOf) {
+        let next: RoutedBlock | undefined;
+        for (let i = list.length - 1; i >= 0; i--) {
+          const b = list[i]!;
+          next = { zone, chain: b.chain, filters: b.filters, view: b.viewName, collect: b.collector, next };
+        }
+        zones.set(zone, next!);
+      }
       const zoneLengths = new Set([...zones.keys()].map((z) => z.length));
       const table: ServeTable = {
-        name: addr, zones, zoneLengths, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
+        name: addr, zones, zoneLengths, filtered: f.filtered, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
         log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
       };
       table.router = subQueryRouter(table);

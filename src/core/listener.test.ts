@@ -26,7 +26,7 @@ interface Seen { qname: string; proto: string; remoteAddress: string; remotePort
 
 function makeTable(blocks: Record<string, Handler>): ServeTable {
   const zones = new Map<string, RoutedBlock>();
-  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain });
+  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain, filters: [], view: '', collect: undefined, next: undefined });
   return { name: 'dns://127.0.0.1:0', zones, zoneLengths: new Set([...zones.keys()].map((z) => z.length)), classChaos: false, debug: false, stacktrace: false, log: new Logger(), lineage: new LineageStore(), ednsSupported: new Set() };
 }
 

@@ -47,6 +47,7 @@ test('derive: the wire form is the client\'s bytes until the message changes, th
 
 test('derive: metadata, Extended DNS Errors and the plugin at work are shared with the original', () => {
   const r = request('a.example.');
+  r.beginMetadata();
   const d = r.derive({ name: 'b.example.' });
   d.setMetadata('test/label', 'x');
   d.addExtendedError({ code: 15, data: new Uint8Array([0, 22]) });
@@ -60,6 +61,23 @@ test('derive: metadata, Extended DNS Errors and the plugin at work are shared wi
   // A derivation of a derivation still shares.
   d.derive({ type: 28 }).setMetadata('test/deep', 'y');
   assert.equal(r.metadata('test/deep'), 'y');
+});
+
+test('metadata: setMetadata is a no-op until the metadata collection began it (metadata.SetValueFunc); values always work', () => {
+  const r = request('a.example.');
+  assert.equal(r.setMetadata('test/label', 'x'), false);
+  assert.equal(r.metadata('test/label'), undefined);
+  assert.deepEqual(r.metadataLabels(), []);
+  r.setValue('forward/upstream', '192.0.2.53:53');
+  assert.equal(r.derive({ type: 28 }).value('forward/upstream'), '192.0.2.53:53');
+  r.beginMetadata();
+  assert.equal(r.derive({ type: 28 }).setMetadata('test/label', 'x'), true);
+  assert.equal(r.metadata('test/label'), 'x');
+  // A new collection starts afresh (a later candidate block's collector).
+  r.beginMetadata();
+  assert.equal(r.metadata('test/label'), undefined);
+  r.view = 'internal';
+  assert.equal(r.derive({ type: 28 }).view, 'internal');
 });
 
 test('lookup: without a running server it rejects with CoreDNS\'s text', async () => {
@@ -76,6 +94,7 @@ test('lookup: a copy of the query (flags, EDNS options) with the new question, i
     },
   };
   const r = request('a.example.', 1, router);
+  r.beginMetadata();
   r.setMetadata('test/label', 'outer');
   const reply = await r.lookup('target.example', 28);
   assert.ok(seen !== undefined);
@@ -85,10 +104,14 @@ test('lookup: a copy of the query (flags, EDNS options) with the new question, i
   assert.deepEqual(seen.msg.edns, r.msg.edns);
   assert.notEqual(seen.msg.edns, r.msg.edns); // a copy, not the same object
   assert.equal(seen.remoteAddress, '192.0.2.1');
-  // CoreDNS collects metadata afresh for a sub-query.
+  // CoreDNS serves a sub-query with the query's context: its metadata until a block's collection begins anew.
+  assert.equal(seen.metadata('test/label'), 'outer');
+  seen.beginMetadata();
   assert.equal(seen.metadata('test/label'), undefined);
   seen.setMetadata('test/inner', '1');
+  assert.equal(seen.metadata('test/inner'), '1');
   assert.equal(r.metadata('test/inner'), undefined);
+  assert.equal(r.metadata('test/label'), 'outer');
   assert.equal(reply?.question[0]!.name, 'target.example.');
 });
 

@@ -70,6 +70,8 @@ export class Request {
   readonly server: string;
   /** The zone of the server block that matched (set by the server before the chain runs). */
   zone = '.';
+  /** The view of the server block that matched ('' when it has none): CoreDNS's ViewKey, the metrics' `view` label. */
+  view = '';
   /** process.hrtime.bigint() at arrival. */
   readonly start: bigint;
   /**
@@ -86,11 +88,14 @@ export class Request {
   private readonly root: Request;
   private pluginName = '';
   private ede: EdnsOption[] | undefined;
+  /** The metadata of the query: undefined until the metadata plugin's collection began it (CoreDNS's md in the context). */
   private meta: Map<string, string | (() => string)> | undefined;
   /** Set on the root by `derive({ inPlace: true })`: the query as the chain last edited it. */
   private edited: Message | undefined;
   /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
   private udpLimit = 0;
+  /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
+  private values: Map<string, string> | undefined;
   private readonly router: SubQueryRouter | undefined;
   /** How many internal lookups this request is nested in. */
   private readonly depth: number;
@@ -208,9 +213,24 @@ export class Request {
     (this.root.ede ??= []).push(option);
   }
 
-  /** Set a metadata label (CoreDNS's metadata.SetValueFunc); a function is evaluated when read. */
-  setMetadata(label: string, value: string | (() => string)): void {
-    (this.root.meta ??= new Map()).set(label, value);
+  /**
+   * Start this query's metadata afresh (CoreDNS's metadata.ContextWithMetadata): called by the metadata
+   * plugin's collector at routing time. Until then, and in blocks without the metadata plugin, metadata
+   * labels cannot be set.
+   */
+  beginMetadata(): void {
+    this.root.meta = new Map();
+  }
+
+  /**
+   * Set a metadata label (CoreDNS's metadata.SetValueFunc); a function is evaluated when read. Like
+   * SetValueFunc, it does nothing (and returns false) where the metadata plugin did not begin the metadata.
+   */
+  setMetadata(label: string, value: string | (() => string)): boolean {
+    const m = this.root.meta;
+    if (m === undefined) return false;
+    m.set(label, value);
+    return true;
   }
 
   /** A metadata label's value, or undefined when no plugin set it. */
@@ -223,6 +243,19 @@ export class Request {
   metadataLabels(): string[] {
     const m = this.root.meta;
     return m === undefined ? [] : [...m.keys()].sort();
+  }
+
+  /**
+   * Set a value for other plugins of this query that does not depend on the metadata plugin (what
+   * CoreDNS keeps in the context under a key of its own), e.g. the upstream forward used, for loop's guard.
+   */
+  setValue(key: string, value: string): void {
+    (this.root.values ??= new Map()).set(key, value);
+  }
+
+  /** A value set with `setValue`, or undefined. */
+  value(key: string): string | undefined {
+    return this.root.values?.get(key);
   }
 
   /**
@@ -270,8 +303,11 @@ export class Request {
       additional: [...m.additional],
       edns: m.edns === undefined ? undefined : { ...m.edns, udpSize: this.udpSize ?? m.edns.udpSize, options: [...m.edns.options] },
     };
-    // A sub-query is a query of its own (CoreDNS collects metadata afresh for it): its own root, one level deeper.
-    return router.exchange(this.copy(msg, this.proto, undefined, this.depth + 1));
+    // A sub-query is a query of its own (its own root, one level deeper) served with the same context in
+    // CoreDNS: it starts with this query's metadata, until a block's metadata collection begins its own.
+    const sub = this.copy(msg, this.proto, undefined, this.depth + 1);
+    sub.meta = this.root.meta;
+    return router.exchange(sub);
   }
 
   /** A request like this one with another message/transport; `root` undefined makes it a root of its own. */
@@ -279,6 +315,7 @@ export class Request {
     const r = new Request(msg, msg === this.msg ? this.wireBytes : undefined, proto,
       this.remoteAddress, this.remotePort, this.localAddress, this.localPort, this.server, this.start, this.router);
     r.zone = this.zone;
+    r.view = this.view;
     // Set once here, readonly everywhere else.
     const w = r as unknown as { root: Request; depth: number; deadline: number };
     w.deadline = this.deadline;

@@ -37,7 +37,7 @@ interface TestTable extends ServeTable {
 /** A table as instance.ts builds it: zone → block; `null` is a block with no plugins. */
 function makeTable(blocks: Record<string, Handler | null>, opts: { name?: string; classChaos?: boolean; stacktrace?: boolean; debug?: boolean } = {}): TestTable {
   const zones = new Map<string, RoutedBlock>();
-  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain: chain ?? undefined });
+  for (const [zone, chain] of Object.entries(blocks)) zones.set(zone, { zone, chain: chain ?? undefined, filters: [], view: '', collect: undefined, next: undefined });
   const t: TestTable = {
     name: opts.name ?? 'dns://:53',
     zones,
@@ -937,5 +937,93 @@ describe('EDNS options a plugin of the server declared are echoed (CoreDNS 1.15.
     const wire = s.sink.sent[0]!;
     assert.deepEqual(wire.subarray(wire.length - 16), Buffer.concat([Buffer.from([0, 0, 41]), u16(1232), Buffer.from([0, 0, 0, 0]), u16(5), u16(65001), u16(1), Buffer.from('ff', 'hex')]));
     assert.deepEqual(ednsView(decodeMessage(wire).edns)?.options, ['65001:ff']);
+  });
+});
+
+// ---------------------------------------------------------------- views and metadata collection
+
+describe('routing with views (CoreDNS passAllFilterFuncs)', () => {
+  /** A handler that answers NOERROR with an empty reply and records that it served. */
+  function named(name: string, log: string[]): Handler {
+    return {
+      name,
+      serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+        log.push(`${name}:${req.zone}:${req.view}:${req.metadata('test/who') ?? '-'}`);
+        w.writeMsg(replyTo(req.msg));
+        return Rcode.NOERROR;
+      },
+    };
+  }
+  interface B { chain: Handler | undefined; view?: string; filters?: ((req: Request) => boolean)[]; collect?: (req: Request) => void }
+  function viewTable(zones: Record<string, B[]>): ServeTable {
+    const t = makeTable({});
+    const m = t.zones as Map<string, RoutedBlock>;
+    for (const [zone, list] of Object.entries(zones)) {
+      let next: RoutedBlock | undefined;
+      for (let i = list.length - 1; i >= 0; i--) {
+        const b = list[i]!;
+        next = { zone, chain: b.chain, view: b.view ?? '', filters: b.filters ?? [], collect: b.collect, next };
+      }
+      m.set(zone, next!);
+    }
+    return { ...t, zones: m, zoneLengths: new Set([...m.keys()].map((z) => z.length)), filtered: true };
+  }
+
+  test('the first block of a zone whose filters all pass serves; the view name is the request\'s', () => {
+    const log: string[] = [];
+    const t = viewTable({
+      '.': [
+        { chain: named('a', log), view: 'va', filters: [(r) => r.qtype === RRType.A] },
+        { chain: named('b', log), view: 'vb', filters: [() => true, (r) => r.proto === 'tcp'] },
+        { chain: named('c', log) },
+      ],
+    });
+    only(serve(t, query('x.', RRType.A)));
+    only(serve(t, query('x.', RRType.MX), { proto: 'tcp' }));
+    only(serve(t, query('x.', RRType.MX)));
+    assert.deepEqual(log, ['a:.:va:-', 'b:.:vb:-', 'c:.::-']);
+  });
+
+  test('the collector runs before the filters of its block, for every candidate; its metadata stays', () => {
+    const log: string[] = [];
+    const seen: string[] = [];
+    const t = viewTable({
+      'example.': [
+        { chain: named('m', log), view: 'm', collect: (r) => { r.beginMetadata(); r.setMetadata('test/who', 'm'); }, filters: [(r) => { seen.push(r.metadata('test/who') ?? '-'); return r.qtype === RRType.TXT; }] },
+        { chain: named('n', log), view: 'n', filters: [(r) => { seen.push(r.metadata('test/who') ?? '-'); return true; }] },
+      ],
+    });
+    only(serve(t, query('a.example.', RRType.TXT)));
+    only(serve(t, query('a.example.', RRType.A)));
+    assert.deepEqual(seen, ['m', 'm', 'm']);
+    assert.deepEqual(log, ['m:example.:m:m', 'n:example.:n:m']);
+  });
+
+  test('longest zone first, `.` last; nothing passing is REFUSED; a block without plugins refuses at once', () => {
+    const log: string[] = [];
+    const t = viewTable({
+      'a.example.': [{ chain: named('never', log), filters: [() => false] }],
+      'example.': [{ chain: named('ex', log), filters: [(r) => r.name.startsWith('b')] }],
+      'empty.': [{ chain: undefined }, { chain: named('unreached', log) }],
+      '.': [{ chain: named('root', log), filters: [(r) => r.qtype === RRType.A] }],
+    });
+    only(serve(t, query('x.a.example.', RRType.A)));
+    only(serve(t, query('b.a.example.', RRType.MX)));
+    assert.equal(only(serve(t, query('x.a.example.', RRType.MX))).rcode, Rcode.REFUSED);
+    assert.equal(only(serve(t, query('x.empty.', RRType.A))).rcode, Rcode.REFUSED);
+    assert.deepEqual(log, ['root:.::-', 'ex:example.::-']);
+  });
+
+  test('DS: the last passing block is kept while shallower zones are searched', () => {
+    const log: string[] = [];
+    const t = viewTable({
+      'sub.example.': [{ chain: named('sub', log) }],
+      'example.': [{ chain: named('ex1', log) }, { chain: named('ex2', log), view: 'v' }, { chain: named('ex3', log), filters: [() => false] }],
+      '.': [{ chain: named('root', log) }],
+    });
+    only(serve(t, query('sub.example.', RRType.DS)));
+    only(serve(t, query('sub.example.', RRType.A)));
+    only(serve(t, query('other.', RRType.DS)));
+    assert.deepEqual(log, ['ex2:example.:v:-', 'sub:sub.example.::-', 'root:.::-']);
   });
 });

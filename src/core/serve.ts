@@ -4,7 +4,9 @@
 // that fits every reply to the client (SizeAndDo + Scrub).
 
 import { channel } from 'node:diagnostics_channel';
-import type { DroppedEvent, Handler, Lineage, PanicEvent, ResponseWriter, ServerLogger } from '../plugin/plugin.ts';
+import type {
+  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger,
+} from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
@@ -16,11 +18,19 @@ import { replyTo } from '../wire/message.ts';
 import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
 import { Request, type SubQueryRouter, type Transport } from './request.ts';
 
-/** One server block as the router sees it. */
+/** One server block as the router sees it, for one of its zones. */
 export interface RoutedBlock {
   readonly zone: string;
   /** undefined: the block has no plugins at all, so queries routed to it are REFUSED. */
   readonly chain: Handler | undefined;
+  /** The view's filters (all must pass for the block to serve a query); empty without a view. */
+  readonly filters: readonly RouteFilter[];
+  /** The view's name, '' without one. */
+  readonly view: string;
+  /** The metadata plugin's collector, run before the filters; undefined without the metadata plugin. */
+  readonly collect: MetadataCollector | undefined;
+  /** The next block for the same zone on this address, in Corefile order (views share zones). */
+  readonly next: RoutedBlock | undefined;
 }
 
 /**
@@ -43,6 +53,11 @@ export interface ServeTable extends ConnectionLimits {
   readonly zones: ReadonlyMap<string, RoutedBlock>;
   /** Lengths of the zone names: a suffix of another length cannot match, so it is never built. */
   readonly zoneLengths: ReadonlySet<number>;
+  /**
+   * Some block on this address has a view or the metadata plugin: routing walks each zone's blocks, collects
+   * metadata and runs filters (CoreDNS's loop). False: one block per zone, nothing to run before the chain.
+   */
+  readonly filtered?: boolean;
   /** Some block on this address loaded chaos, forward or proxy: non-IN classes pass. */
   readonly classChaos: boolean;
   /** The debug plugin is on: exceptions are not recovered (the process crashes). */
@@ -128,7 +143,7 @@ function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | 
   }
 
   const w = new ClientWriter(req, sink, table.log, table.ednsSupported);
-  const block = route(table, req);
+  const block = table.filtered === true ? routeFiltered(table, req) : route(table, req);
   if (block === undefined) {
     writeServerError(table, req, sink, Rcode.REFUSED, true);
     return;
@@ -138,6 +153,8 @@ function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | 
     return;
   }
   req.zone = block.zone;
+  // CoreDNS sets its ViewKey only for a block with a view (a sub-query keeps its parent's otherwise).
+  if (block.view !== '') req.view = block.view;
   return runChain(table, block.chain, req, w, sink);
 }
 
@@ -189,6 +206,45 @@ function route(table: ServeTable, req: Request): RoutedBlock | undefined {
   if (dsBlock !== undefined) return dsBlock;
   const root = zones.get('.');
   if (root !== undefined && root.chain !== undefined) return root;
+  return undefined;
+}
+
+/** The block serves the request: its metadata is collected, then every filter of its view passes. */
+function admits(block: RoutedBlock, req: Request): boolean {
+  if (block.collect !== undefined) block.collect(req);
+  const filters = block.filters;
+  for (let i = 0; i < filters.length; i++) if (!filters[i]!(req)) return false;
+  return true;
+}
+
+/**
+ * CoreDNS's routing where blocks have views or the metadata plugin: for each zone from the longest, the
+ * blocks of that zone in Corefile order; the first whose filters pass serves (a block without plugins
+ * refuses at once); a DS query keeps the last passing block and goes on to shallower zones; `.` last.
+ */
+function routeFiltered(table: ServeTable, req: Request): RoutedBlock | undefined {
+  const zones = table.zones;
+  const lengths = table.zoneLengths;
+  const q = req.name;
+  const isDS = req.qtype === RRType.DS && req.msg.opcode === Opcode.QUERY;
+  let dsBlock: RoutedBlock | undefined;
+  let off = 0;
+  while (off < q.length - 1) {
+    let b = lengths.has(q.length - off) ? zones.get(off === 0 ? q : q.slice(off)) : undefined;
+    for (; b !== undefined; b = b.next) {
+      if (b.chain === undefined) return b;
+      if (admits(b, req)) {
+        if (!isDS) return b;
+        dsBlock = b;
+      }
+    }
+    off = nextLabel(q, off);
+  }
+  if (dsBlock !== undefined) return dsBlock;
+  for (let b = zones.get('.'); b !== undefined; b = b.next) {
+    if (b.chain === undefined) continue;
+    if (admits(b, req)) return b;
+  }
   return undefined;
 }
 

@@ -17,11 +17,13 @@ import { plugin as loadbalance } from './loadbalance/setup.ts';
 import { plugin as kubernetes } from './kubernetes/setup.ts';
 import { plugin as log } from './log/setup.ts';
 import { plugin as loop } from './loop/setup.ts';
+import { plugin as metadata } from './metadata/setup.ts';
 import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
+import { plugin as view } from './view/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
 import { plugin as bufsize } from './bufsize/setup.ts';
 import { plugin as cancel } from './cancel/setup.ts';
@@ -46,11 +48,13 @@ export const builtinPlugins: PluginDefinition[] = [
   kubernetes,
   log,
   loop,
+  metadata,
   minimal,
   prometheus,
   ready,
   reload,
   rewrite,
+  view,
   whoami,
   bufsize,
   cancel,

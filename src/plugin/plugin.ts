@@ -105,7 +105,27 @@ export interface BlockConfig {
   readonly file: string;
   /** The line of the block's first key. */
   readonly line: number;
+  /** The name of the block's view (CoreDNS's Config.ViewName), '' without one; set through `addFilter`. */
+  readonly viewName: string;
+  /**
+   * Make the block a view (CoreDNS's dnsserver.Viewer): of the blocks sharing a zone and port, a query goes to
+   * the first, in Corefile order, whose filters all pass. Blocks with filters may share zone and port with
+   * others. Throws `multiple views defined in server block` when the block already has another view name.
+   */
+  addFilter(viewName: string, filter: RouteFilter): void;
+  /**
+   * Register the block's metadata collector (CoreDNS's MetadataCollector; the first registered wins): the
+   * server calls it at routing time, before the block's filters and chain, for every query it considers
+   * for this block. It starts the request's metadata (`req.beginMetadata()`) and asks the providers.
+   */
+  setMetadataCollector(collect: MetadataCollector): void;
 }
+
+/** A routing filter of a view: true when the block may serve the request. */
+export type RouteFilter = (req: Request) => boolean;
+
+/** What the metadata plugin gives the server to run before a block's filters and chain. */
+export type MetadataCollector = (req: Request) => void;
 
 /** Log lines as CoreDNS prints them: `[LEVEL] message`, to the server's log sink. */
 export interface ServerLogger {

@@ -189,5 +189,7 @@ export const plugin: PluginDefinition = {
     const cache = new Cache(parse(c));
     cache.log = c.log;
     c.addPlugin((next) => { cache.next = next; return cache; });
+    // CoreDNS reads the block's view name at startup (the view plugin is set up after cache).
+    c.onStartup(() => { cache.view = c.config.viewName; });
   },
 };

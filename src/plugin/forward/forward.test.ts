@@ -245,7 +245,8 @@ test('the upstream\'s reply is relayed unchanged but for the client\'s ID; the q
     // the upstream's reply (its OPT included), with the client's ID
     assert.deepEqual(o.reply, answer(o.req.msg, { addrs: ['192.0.2.10', '192.0.2.11'] }));
     assert.equal(o.reply!.id, 4321);
-    assert.equal(o.req.metadata('forward/upstream'), up.addr);
+    assert.equal(o.req.value('forward/upstream'), up.addr);
+    assert.equal(o.req.metadata('forward/upstream'), undefined, 'no metadata plugin: no label');
   }
 });
 

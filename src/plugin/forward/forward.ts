@@ -267,7 +267,7 @@ export class Forward implements UpstreamControl {
       let outcome: Outcome;
       let shared = false;
       // (loop) `loop/no-coalesce`: a loop probe must be forwarded on every lap, as CoreDNS would.
-      if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.metadata(NO_COALESCE) === undefined) {
+      if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.value(NO_COALESCE) === undefined) {
         const e = msg.edns;
         const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
@@ -279,7 +279,10 @@ export class Forward implements UpstreamControl {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline);
       }
       const proxy = outcome.proxy;
-      if (proxy !== undefined) req.setMetadata(UPSTREAM_USED, proxy.addr);
+      if (proxy !== undefined) {
+        req.setMetadata(UPSTREAM_USED, proxy.addr);
+        req.setValue(UPSTREAM_USED, proxy.addr);
+      }
       if (outcome.reply === undefined) {
         throw new PluginError(Rcode.SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
       }

@@ -59,6 +59,8 @@ export interface Pod {
   /** status.podIPs (CoreDNS 1.15.0 indexes every one; status.podIP alone is not read). */
   podIPs: string[];
   deleting: boolean;
+  /** The pod's labels (the `kubernetes/client-label/<key>` metadata). */
+  labels: Readonly<Record<string, string>>;
 }
 
 export interface ServiceImport {
@@ -136,6 +138,7 @@ export function toPod(o: RawObject): Pod {
   return {
     rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
     podIPs, deleting: o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
+    labels: o.metadata.labels ?? {},
   };
 }
 

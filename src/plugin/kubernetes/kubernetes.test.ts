@@ -139,3 +139,36 @@ test('autoPath: a verified pod\'s search path, the host\'s search list, the sent
   root.c.upsertPod({ metadata: { name: 'client', namespace: 'dev', resourceVersion: '9' }, status: { podIP: '10.244.1.51', podIPs: [{ ip: '10.244.1.51' }] } });
   assert.deepEqual(root.k.autoPath(from('10.244.1.51', 'x.y.')), ['dev.svc.', 'svc.', '.', '']);
 });
+
+test('metadata: CoreDNS\'s labels for the client pod and the parts of the name', () => {
+  const labels = (k: Kubernetes, ip: string, name: string) => {
+    const req = new Request(newQuery(name, 1), undefined, 'udp', ip, 1, '127.0.0.1', 53, 'dns://:53', 0n);
+    req.beginMetadata();
+    k.metadata(req);
+    return Object.fromEntries(req.metadataLabels().map((l) => [l, req.metadata(l)]));
+  };
+  const { c, k } = handler({ podMode: 'verified' });
+  c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9', labels: { app: 'web', tier: 'front' } }, status: { podIP: '10.244.1.50', podIPs: [{ ip: '10.244.1.50' }] } });
+  assert.deepEqual(labels(k, '10.244.1.50', '_http._tcp.api.prod.svc.cluster.local.'), {
+    'kubernetes/client-namespace': 'prod', 'kubernetes/client-pod-name': 'client',
+    'kubernetes/client-label/app': 'web', 'kubernetes/client-label/tier': 'front',
+    'kubernetes/port-name': 'http', 'kubernetes/protocol': 'tcp', 'kubernetes/endpoint': '',
+    'kubernetes/service': 'api', 'kubernetes/namespace': 'prod', 'kubernetes/kind': 'svc',
+  });
+  assert.deepEqual(labels(k, '10.244.9.9', 'web-0.web.prod.svc.cluster.local.'), {
+    'kubernetes/port-name': '', 'kubernetes/protocol': '', 'kubernetes/endpoint': 'web-0',
+    'kubernetes/service': 'web', 'kubernetes/namespace': 'prod', 'kubernetes/kind': 'svc',
+  });
+  assert.deepEqual(labels(k, '10.244.9.9', 'a.b.c.d.prod.svc.cluster.local.'), { 'kubernetes/parse-error': 'invalid query name' });
+  assert.deepEqual(labels(k, '10.244.1.50', 'www.example.net.'), {
+    'kubernetes/client-namespace': 'prod', 'kubernetes/client-pod-name': 'client',
+    'kubernetes/client-label/app': 'web', 'kubernetes/client-label/tier': 'front',
+  });
+  // The client pod only with `pods verified`; `kubernetes/zone` with zonal names.
+  const zonal = handler({ podMode: 'insecure', zonal: true });
+  zonal.c.upsertPod({ metadata: { name: 'client', namespace: 'prod', resourceVersion: '9' }, status: { podIP: '10.244.1.50' } });
+  assert.deepEqual(labels(zonal.k, '10.244.1.50', 'us-east-1a._zone.api.prod.svc.cluster.local.'), {
+    'kubernetes/port-name': '', 'kubernetes/protocol': '', 'kubernetes/endpoint': '', 'kubernetes/zone': 'us-east-1a',
+    'kubernetes/service': 'api', 'kubernetes/namespace': 'prod', 'kubernetes/kind': 'svc',
+  });
+});

@@ -12,6 +12,7 @@ import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import type { AutoPather } from '../pkg/autopath.ts';
+import type { MetadataProvider } from '../pkg/metadata.ts';
 import type { Transferer } from '../pkg/transfer.ts';
 import type { ExternalLookup, Externaler, ExternalZoneName } from '../pkg/external.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
@@ -101,7 +102,7 @@ interface Ctx extends Scope {
   req: Request;
 }
 
-export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, Externaler {
+export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, Externaler, MetadataProvider {
   readonly name = 'kubernetes';
   readonly next: Handler | undefined;
   readonly o: KubernetesOptions;
@@ -135,6 +136,40 @@ export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, E
       : [`${pod.namespace}.svc.${zone}`, `svc.${zone}`, zone];
     search.push(...this.o.autoPathSearch, '');
     return search;
+  }
+
+  /**
+   * MetadataProvider (CoreDNS's kubernetes/metadata.go): with `pods verified`, the namespace, name and
+   * labels of the pod that sent the query; for a name in the plugin's zones, the parts of the name
+   * (`kubernetes/port-name`, `protocol`, `endpoint`, `service`, `namespace`, `kind`, `cluster` in a
+   * multicluster zone, `zone` with zonal names), or `kubernetes/parse-error` for a name the grammar rejects.
+   */
+  metadata(req: Request): void {
+    if (this.o.podMode === 'verified') {
+      const pod = this.c.podsByIP(req.remoteAddress)[0];
+      if (pod !== undefined) {
+        req.setMetadata('kubernetes/client-namespace', pod.namespace);
+        req.setMetadata('kubernetes/client-pod-name', pod.name);
+        for (const k in pod.labels) req.setMetadata('kubernetes/client-label/' + k, pod.labels[k]!);
+      }
+    }
+    const zone = zonesMatches(this.o.zones, req.name);
+    if (zone === '') return;
+    // CoreDNS tests state.Zone, which is still empty when metadata is collected: only a `.` multicluster zone contains it.
+    const multicluster = this.o.multiclusterZones.includes('.');
+    const r = parseRequest(req.name, zone, multicluster, this.o.zonal);
+    if (r === INVALID) {
+      req.setMetadata('kubernetes/parse-error', 'invalid query name');
+      return;
+    }
+    req.setMetadata('kubernetes/port-name', r.port);
+    req.setMetadata('kubernetes/protocol', r.protocol);
+    req.setMetadata('kubernetes/endpoint', r.endpoint);
+    if (multicluster) req.setMetadata('kubernetes/cluster', r.cluster);
+    if (this.o.zonal) req.setMetadata('kubernetes/zone', r.zone);
+    req.setMetadata('kubernetes/service', r.service);
+    req.setMetadata('kubernetes/namespace', r.namespace);
+    req.setMetadata('kubernetes/kind', r.podOrSvc);
   }
 
   /**

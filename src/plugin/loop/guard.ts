@@ -291,7 +291,7 @@ export class LoopGuard implements Handler, Readiness {
 
   /** A reply from forward carried our own loop EDE: the upstream used is part of a loop. */
   onLoopReply(req: Request, text: string): void {
-    const upstream = req.metadata(UPSTREAM_USED) ?? '';
+    const upstream = req.value(UPSTREAM_USED) ?? '';
     const fwd = this.forwardFor(req.name);
     const up = fwd?.upstreams().find((u) => u.addr === upstream);
     const m = /forwarding loop: (.*); from (\S+)$/.exec(text);

@@ -62,7 +62,7 @@ export class Loop implements Handler {
       this.i++;
       // nodens's forward coalesces identical in-flight queries, which would stop the probe after one lap;
       // CoreDNS's forward sends every lap, and so the probe must be counted on every lap here too.
-      req.setMetadata(NO_COALESCE, '1');
+      req.setValue(NO_COALESCE, '1');
     }
     if (this.i > 2) {
       const remote = joinHostPort(req.remoteAddress, String(req.remotePort));

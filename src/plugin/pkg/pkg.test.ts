@@ -98,6 +98,7 @@ test('compileFormat splits like CoreDNS and renders', () => {
   assert.equal(compileFormat('{when} {X} x').format(req, rec), '{when} {X} x');
   assert.equal(compileFormat('{>ID}').format(req, rec), '{>ID}');
   assert.equal(compileFormat('{/nope}').format(req, rec), '-');
+  req.beginMetadata();
   req.setMetadata('a/b', 'v');
   assert.equal(compileFormat('[{/a/b}]').format(req, rec), '[v]');
   assert.equal(compileFormat('{rcode} {>rflags}').format(req, { rcode: 0, len: 0, msg: undefined }), '- -');

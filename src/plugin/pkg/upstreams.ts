@@ -42,10 +42,10 @@ export function isUpstreamControl(h: Handler): h is UpstreamControl {
 }
 
 /**
- * Request metadata that keeps a query out of request coalescing in the
+ * A request value (req.setValue) that keeps a query out of request coalescing in the
  * provider (a probe must reach the upstream itself, not share another's answer).
  */
 export const NO_COALESCE = 'loop/no-coalesce';
 
-/** Request metadata the provider sets to the upstream that answered (`host:port`). */
+/** The request value (req.setValue) and metadata label the provider sets to the upstream that answered (`host:port`). */
 export const UPSTREAM_USED = 'forward/upstream';

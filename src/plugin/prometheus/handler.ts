@@ -51,8 +51,12 @@ export class Metrics implements Handler {
   /** Per server label: zone label → series (most blocks have one server and one zone). */
   private readonly cache = new Map<string, Map<string, ZoneSeries>>();
 
-  constructor(next: Handler | undefined, zones: readonly string[]) {
+  /** The block's view (CoreDNS's ViewKey for the queries this block serves), the `view` label. */
+  private readonly view: string;
+
+  constructor(next: Handler | undefined, zones: readonly string[], view = '') {
     this.next = next;
+    this.view = view;
     this.zones = [...new Set(zones)].sort((a, b) => b.length - a.length);
   }
 
@@ -74,7 +78,7 @@ export class Metrics implements Handler {
     }
     let s = byZone.get(zone);
     if (s === undefined) {
-      s = zoneSeries(server, zone);
+      s = zoneSeries(server, zone, this.view);
       byZone.set(zone, s);
     }
     return s;

@@ -65,7 +65,7 @@ function setPluginEnabled(inst: InstanceServices): void {
     if (!b.pluginNames.includes('prometheus')) continue;
     for (const h of b.listenHosts) {
       const server = `${b.transport}://${joinHostPort(h, b.port)}`;
-      for (const name of b.pluginNames) pluginEnabled.set({ server, zone: b.zones[0] ?? '.', view: '', name }, 1);
+      for (const name of b.pluginNames) pluginEnabled.set({ server, zone: b.zones[0] ?? '.', view: b.viewName, name }, 1);
     }
   }
 }
@@ -179,6 +179,7 @@ export const plugin: PluginDefinition = {
     c.onFinalShutdown(() => site.unmount(addr, '/metrics'));
 
     const zones = c.config.zones;
-    c.addPlugin((next) => new Metrics(next, zones));
+    // The chain is built after every setup ran, so the view plugin's name is known here.
+    c.addPlugin((next) => new Metrics(next, zones, c.config.viewName));
   },
 };

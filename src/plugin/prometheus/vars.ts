@@ -69,6 +69,7 @@ const PROTO = ['udp', 'tcp'] as const;
 class ZoneSeries {
   readonly server: string;
   readonly zone: string;
+  readonly view: string;
   readonly duration: HistogramChild;
   private doChild: CounterChild | undefined;
   private readonly reqSize: (HistogramChild | undefined)[] = [undefined, undefined];
@@ -78,27 +79,28 @@ class ZoneSeries {
   /** rcode → plugin → child */
   private readonly responses = new Map<number, Map<string, CounterChild>>();
 
-  constructor(server: string, zone: string) {
+  constructor(server: string, zone: string, view: string) {
     this.server = server;
     this.zone = zone;
-    this.duration = requestDuration.child(server, zone, '');
+    this.view = view;
+    this.duration = requestDuration.child(server, zone, view);
   }
 
-  do(): CounterChild { return this.doChild ??= requestDo.child(this.server, this.zone, ''); }
+  do(): CounterChild { return this.doChild ??= requestDo.child(this.server, this.zone, this.view); }
 
   requestSize(p: number): HistogramChild {
-    return this.reqSize[p] ??= requestSize.child(this.server, this.zone, '', PROTO[p]!);
+    return this.reqSize[p] ??= requestSize.child(this.server, this.zone, this.view, PROTO[p]!);
   }
 
   responseSize(p: number): HistogramChild {
-    return this.respSize[p] ??= responseSize.child(this.server, this.zone, '', PROTO[p]!);
+    return this.respSize[p] ??= responseSize.child(this.server, this.zone, this.view, PROTO[p]!);
   }
 
   request(p: number, family: number, qtype: number): CounterChild {
     const m = this.requests[p * 2 + family - 1]!;
     let c = m.get(qtype);
     if (c === undefined) {
-      c = requestCount.child(this.server, this.zone, '', PROTO[p]!, String(family), qTypeLabel(qtype));
+      c = requestCount.child(this.server, this.zone, this.view, PROTO[p]!, String(family), qTypeLabel(qtype));
       m.set(qtype, c);
     }
     return c;
@@ -112,7 +114,7 @@ class ZoneSeries {
     }
     let c = m.get(plugin);
     if (c === undefined) {
-      c = responseRcode.child(this.server, this.zone, '', rcodeToString(rcode), plugin);
+      c = responseRcode.child(this.server, this.zone, this.view, rcodeToString(rcode), plugin);
       m.set(plugin, c);
     }
     return c;
@@ -121,17 +123,18 @@ class ZoneSeries {
 
 const series = new Map<string, Map<string, ZoneSeries>>();
 
-/** The cached children for one server and zone label. */
-export function zoneSeries(server: string, zone: string): ZoneSeries {
+/** The cached children for one server, zone and view label. */
+export function zoneSeries(server: string, zone: string, view = ''): ZoneSeries {
   let byZone = series.get(server);
   if (byZone === undefined) {
     byZone = new Map();
     series.set(server, byZone);
   }
-  let s = byZone.get(zone);
+  const key = view === '' ? zone : zone + '\n' + view;
+  let s = byZone.get(key);
   if (s === undefined) {
-    s = new ZoneSeries(server, zone);
-    byZone.set(zone, s);
+    s = new ZoneSeries(server, zone, view);
+    byZone.set(key, s);
   }
   return s;
 }

@@ -266,6 +266,7 @@ test('edns0 local variables', async () => {
     ' rewrite continue edns0 local set 0xffe9 {test/missing}',
   ].join('\n'), next);
   const req = makeRequest('Q.org.', { type: RRType.MX, remote: '192.0.2.7', port: 4242, local: '192.0.2.1', proto: 'tcp', edns: {} });
+  req.beginMetadata();
   req.setMetadata('test/label', 'meta');
   await serve(h, req);
   const got = new Map(next.seen[0]!.msg.edns!.options.map((o) => [o.code, Buffer.from(o.data).toString('hex')]));
@@ -311,6 +312,7 @@ test('name regex ... metadata: groups and metadata labels; a missing label leave
   const rules = ' rewrite name regex ^([^.]+)\\.example\\.$ {1}.{kubernetes/client-namespace}.svc.cluster.local. metadata answer auto';
   let h = await chain(rules, next);
   const req = makeRequest('web.example.');
+  req.beginMetadata();
   req.setMetadata('kubernetes/client-namespace', 'Prod');
   const { w } = await serve(h, req);
   assert.equal(next.seen[0]!.qname, 'web.prod.svc.cluster.local.');
