@@ -19,6 +19,7 @@ import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
+import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
@@ -39,5 +40,6 @@ export const builtinPlugins: PluginDefinition[] = [
   prometheus,
   ready,
   reload,
+  template,
   whoami,
 ];
