@@ -1529,6 +1529,9 @@ class ExecState {
         this.out += s;
         return;
       }
+      // text/template prints through the pointer: the struct itself, without fmt's &.
+      this.out += '{' + v.fieldValues().map((x) => fmtValue(x)).join(' ') + '}';
+      return;
     }
     this.out += fmtValue(v);
   }
@@ -1652,7 +1655,7 @@ function compare(a: unknown, b: unknown, eqOnly: boolean): number | string {
       const y = BigInt(numOf(b));
       return x < y ? -1 : x > y ? 1 : 0;
     }
-    return 'incompatible types for comparison';
+    return `incompatible types for comparison: ${typeName(a)} and ${typeName(b)}`;
   }
   if (ka === 'bool') {
     if (!eqOnly) return 'invalid type for comparison';
@@ -1700,7 +1703,7 @@ function formatFloatG(f: number, prec: number): string {
     const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(e)!;
     digits = m[2]! + (m[3] ?? '');
     exp = Number(m[4]);
-    const eprec = prec < 0 ? 21 : prec;
+    const eprec = 6;
     const sign = m[1]!;
     if (exp < -4 || exp >= eprec) {
       const mant = digits.length > 1 ? digits[0] + '.' + digits.slice(1) : digits;
@@ -1849,6 +1852,7 @@ export function goSprintf(format: string, args: unknown[]): string {
     if (verb === '%') { out += '%'; continue; }
     if (argi >= args.length) { out += `%!${verb}(MISSING)`; continue; }
     const v = args[argi++];
+    if (verb === 'T') { out += pad(v === null || v === undefined ? '<nil>' : typeName(v), sp, false); continue; }
     out += fmtOne(v, verb, sp);
   }
   if (argi < args.length) {

@@ -1,0 +1,84 @@
+// pkg/gotemplate.ts against Go's text/template: testdata/gotemplate-go.json
+// holds, for each template, what Go 1.26's text/template produced (parse
+// error, execution error, output, Tree.Root.String()) with the data below.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { GoCallError, GoMap, GoSlice, GoStruct, GoTemplate, GoTemplateError, NO_FIELD, goSprintf, type GoFunc } from './gotemplate.ts';
+
+class Data extends GoStruct {
+  readonly goType = '*main.data';
+  field(name: string): unknown {
+    switch (name) {
+      case 'Name': return 'a.example.';
+      case 'Match': return new GoSlice('[]string', ['a.example.', 'a', 'b', 'c']);
+      case 'Group': return new GoMap('map[string]string', new Map([['a', '1'], ['0', 'a.example.']]), '');
+      case 'N': return 5;
+    }
+    return NO_FIELD;
+  }
+
+  override fieldValues(): unknown[] {
+    return ['Name', 'Match', 'Group', 'N'].map((f) => this.field(f));
+  }
+}
+
+const MAX = 0xffffffffffffffffn;
+const funcs = new Map<string, GoFunc>([['parseInt', {
+  params: ['string', 'int', 'int'],
+  fn: (s: unknown, base: unknown, bits: unknown): bigint => {
+    const str = s as string;
+    const b = base as number;
+    const lim = (1n << BigInt(bits as number)) - 1n;
+    let v = 0n;
+    for (const ch of str.toLowerCase()) {
+      const dgt = parseInt(ch, 36);
+      if (Number.isNaN(dgt) || dgt >= b) throw new GoCallError(`strconv.ParseUint: parsing ${JSON.stringify(str)}: invalid syntax`);
+      v = v * BigInt(b) + BigInt(dgt);
+    }
+    if (str === '') throw new GoCallError(`strconv.ParseUint: parsing "": invalid syntax`);
+    if (v > lim || v > MAX) throw new GoCallError(`strconv.ParseUint: parsing ${JSON.stringify(str)}: value out of range`);
+    return v;
+  },
+}]]);
+
+interface Row { t: string; perr?: string; eerr?: string; out?: string; tree?: string }
+const rows = JSON.parse(readFileSync(new URL('./testdata/gotemplate-go.json', import.meta.url), 'utf8')) as Row[];
+
+for (const r of rows) {
+  test(`as Go: ${r.t}`, () => {
+    let t: GoTemplate;
+    try {
+      t = GoTemplate.parse('answer', r.t, funcs);
+    } catch (e) {
+      assert.ok(e instanceof GoTemplateError, String(e));
+      assert.equal(e.message, r.perr);
+      return;
+    }
+    assert.equal(r.perr, undefined, 'Go failed to parse it');
+    assert.equal(t.toString(), r.tree);
+    let out: string;
+    try {
+      out = t.execute(new Data());
+    } catch (e) {
+      assert.equal((e as Error).message, r.eerr);
+      return;
+    }
+    assert.equal(r.eerr, undefined, 'Go failed to execute it');
+    assert.equal(out, r.out);
+  });
+}
+
+test('unsupported parts are parse errors', () => {
+  for (const s of ['{{ define "x" }}{{ end }}', '{{ template "x" }}', '{{ block "x" . }}{{ end }}', '{{ call .F }}', '{{ js "a" }}']) {
+    assert.throws(() => GoTemplate.parse('answer', s), GoTemplateError, s);
+  }
+});
+
+test('printf verbs', () => {
+  assert.equal(goSprintf('%v|%s|%d|%q|%x|%X|%o|%b|%c|%t|%%|%-3s|%+d', [1, 'a', -3, 'q"', 'hi', 255, 8, 5, 65, true, 'x', 4]),
+    '1|a|-3|"q\\""|6869|FF|10|101|A|true|%|x  |+4');
+  assert.equal(goSprintf('%d %s', ['x']), '%!d(string=x) %!s(MISSING)');
+  assert.equal(goSprintf('a', [1]), 'a%!(EXTRA int=1)');
+});
