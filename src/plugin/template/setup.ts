@@ -5,7 +5,7 @@ import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { classToString, rcodeToString, stringToClass, stringToRcode, stringToType, typeToString } from '../../wire/constants.ts';
 import { Fall } from '../pkg/fall.ts';
 import { GoRegexp, GoRegexpError } from '../pkg/regexp.ts';
-import { GoTemplate, GoTemplateError } from '../pkg/gotemplate.ts';
+import { GoTemplateError, type GoTemplate } from '../pkg/gotemplate.ts';
 import { newTemplate, parseUint, Template, type TemplateSpec } from './template.ts';
 
 /** CoreDNS's limit on a `match` pattern's length. */
