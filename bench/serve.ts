@@ -1,7 +1,7 @@
 // Per-query cost of the server's own work, without sockets: serveMessage()
 // called in a loop with a sink that drops replies. Run:
 //   node bench/serve.ts [seconds]
-// Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it).
+// Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it), template answers.
 
 import { startServer } from '../src/index.ts';
 import { serveMessage } from '../src/core/serve.ts';
@@ -18,6 +18,8 @@ const scenarios: Array<{ name: string; corefile: string; qname: string; edns: bo
   { name: 'hosts+EDNS', corefile: '.:0 {\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
   { name: 'cache hit', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'cache hit+EDNS', corefile: '.:0 {\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: true },
+  { name: 'template', corefile: '.:0 {\n template IN A example.org {\n  answer "{{ .Name }} 60 IN A 192.0.2.1"\n }\n}\n', qname: 'www.example.org.', edns: false },
+  { name: 'template regex groups', corefile: '.:0 {\n template IN A example.org {\n  match "^(?P<h>[a-z]+)[.]example[.]org[.]$"\n  answer "{{ .Name }} 60 IN A 192.0.2.{{ len .Group.h }}"\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'cache hit+prometheus', corefile: '.:0 {\n prometheus 127.0.0.1:0\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
 ];
 

@@ -1043,11 +1043,19 @@ export class GoTemplate {
   readonly root: ListNode;
   readonly funcs: ReadonlyMap<string, GoFunc>;
 
+  /**
+   * For a template of only text and `{{ .Field }}` actions: the text parts and
+   * field names alternating (text at even indexes), executed without the
+   * general machinery when every field is a string.
+   */
+  private readonly simple: string[] | undefined;
+
   private constructor(name: string, text: string, root: ListNode, funcs: ReadonlyMap<string, GoFunc>) {
     this.name = name;
     this.text = text;
     this.root = root;
     this.funcs = funcs;
+    this.simple = simpleParts(root);
   }
 
   /** Go's template.New(name).Funcs(funcs).Parse(text); throws GoTemplateError. */
@@ -1061,10 +1069,36 @@ export class GoTemplate {
 
   /** Execute with `data` as dot; throws GoExecError. */
   execute(data: unknown): string {
+    const parts = this.simple;
+    if (parts !== undefined && data instanceof GoStruct) {
+      let out = parts[0]!;
+      let i = 1;
+      for (; i < parts.length; i += 2) {
+        const v = data.field(parts[i]!);
+        if (typeof v !== 'string') break;
+        out += v + parts[i + 1]!;
+      }
+      if (i >= parts.length) return out;
+    }
     const s = new ExecState(this, data);
     s.walk(data, this.root);
     return s.out;
   }
+}
+
+function simpleParts(root: ListNode): string[] | undefined {
+  const parts: string[] = [''];
+  for (const n of root.nodes) {
+    if (n.kind === 'text') {
+      parts[parts.length - 1] += n.text;
+      continue;
+    }
+    if (n.kind !== 'action' || n.pipe.decl.length > 0 || n.pipe.cmds.length !== 1) return undefined;
+    const args = n.pipe.cmds[0]!.args;
+    if (args.length !== 1 || args[0]!.kind !== 'field' || args[0].ident.length !== 1) return undefined;
+    parts.push(args[0].ident[0]!, '');
+  }
+  return parts;
 }
 
 // ---------------------------------------------------------------- execution

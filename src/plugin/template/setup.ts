@@ -119,7 +119,10 @@ export function parse(c: SetupContext): TemplateOptions {
           throw d.argErr();
       }
     }
-    if (t.regex.length === 0) t.regex.push(GoRegexp.compile('.*'));
+    if (t.regex.length === 0) {
+      t.matchAll = GoRegexp.compile('.*');
+      t.regex.push(t.matchAll);
+    }
     o.templates.push(t);
   }
   return o;

@@ -37,6 +37,8 @@ export interface TemplateSpec {
   /** `ederror CODE [REASON]`: an Extended DNS Error in the reply's OPT. */
   ederror: { code: number; reason: string } | undefined;
   fall: Fall;
+  /** The default `.*` added when there is no `match` (matched without running it). */
+  matchAll?: GoRegexp;
 }
 
 const MAX_UINT64 = 0xffffffffffffffffn;
@@ -143,6 +145,9 @@ function typeName(n: number): string {
   return s.startsWith('TYPE') ? '' : s;
 }
 
+/** Rendered texts remembered per handler before the cache starts over. */
+const RECORD_CACHE_SIZE = 4096;
+
 const NO_MATCH_FALL = 1;
 const NO_MATCH_FAIL = 2;
 
@@ -158,6 +163,12 @@ export class Template implements Handler {
   readonly templates: TemplateSpec[];
   view = '';
   private readonly matchCounters = new Map<string, CounterChild>();
+  /**
+   * Records parsed from rendered texts: most templates render the same few texts
+   * again and again, and parsing is the dearest step. Each reply gets its own
+   * copy of the record (the rdata, never changed in place, is shared).
+   */
+  private readonly records = new Map<string, ResourceRecord>();
 
   constructor(zones: string[], templates: TemplateSpec[], next: Handler | undefined) {
     this.zones = zones;
@@ -254,11 +265,17 @@ export class Template implements Handler {
       // dns.NewRR returns no record and no error: CoreDNS then dereferences nil and recovers from the panic.
       throw new Error('runtime error: invalid memory address or nil pointer dereference');
     }
+    const cache = this.records;
+    const hit = cache.get(text);
+    if (hit !== undefined) return { name: hit.name, type: hit.type, class: hit.class, ttl: hit.ttl, data: hit.data };
     try {
-      return parseRecord(text, '.', 3600);
+      const rr = parseRecord(text, '.', 3600);
+      if (cache.size >= RECORD_CACHE_SIZE) cache.clear();
+      cache.set(text, rr);
+      return { name: rr.name, type: rr.type, class: rr.class, ttl: rr.ttl, data: rr.data };
     } catch (e) {
       templateRRFailures.child(req.server, data.zone, this.view, data.cls, data.type, section.name, tmpl.toString()).inc();
-      throw new PluginError(Rcode.SERVFAIL, `dns: ${e instanceof Error ? e.message : String(e)}`);
+      throw new PluginError(Rcode.SERVFAIL, e instanceof Error ? e.message : String(e));
     }
   }
 
@@ -271,7 +288,14 @@ export class Template implements Handler {
     const qtype = req.qtype;
     if (t.qclass !== RRClass.ANY && qclass !== RRClass.ANY && qclass !== t.qclass) return NO_MATCH_FALL;
     if (t.qtype !== RRType.ANY && qtype !== RRType.ANY && qtype !== t.qtype) return NO_MATCH_FALL;
+    const cls = qclass !== RRClass.ANY ? className(qclass) : className(t.qclass);
+    const type = qtype !== RRType.ANY ? typeName(qtype) : typeName(t.qtype);
     for (const re of t.regex) {
+      if (re === t.matchAll) {
+        // The default `.*`: the whole name, no groups (what the regexp would give, without running it).
+        const m = [qname];
+        return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', new Map([['0', qname]]), ''), cls, type);
+      }
       const m = re.findSubmatch(qname);
       if (m === undefined) continue;
       const group = new Map<string, string>();
@@ -281,11 +305,7 @@ export class Template implements Handler {
         const idx = names[name]!;
         if (idx < m.length) group.set(name, m[idx]!);
       }
-      return new TemplateData(
-        req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', group, ''),
-        qclass !== RRClass.ANY ? className(qclass) : className(t.qclass),
-        qtype !== RRType.ANY ? typeName(qtype) : typeName(t.qtype),
-      );
+      return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', group, ''), cls, type);
     }
     return t.fall.through(qname) ? NO_MATCH_FALL : NO_MATCH_FAIL;
   }
