@@ -1283,7 +1283,8 @@ class ExecState {
     if (c.isFloat && !/^0[xX]/.test(c.text) && !c.text.startsWith('\'') && /[.eEpP]/.test(c.text)) {
       return new GoNum('float64', c.float);
     }
-    if (c.isInt) return Number(c.int);
+    // An int beyond 2^53 stays exact as a bigint (which otherwise stands for uint64).
+    if (c.isInt) return Number.isSafeInteger(Number(c.int)) ? Number(c.int) : c.int;
     if (c.isUint) this.errorf(`${c.text} overflows int`);
     return undefined;
   }
@@ -1392,6 +1393,7 @@ class ExecState {
       case 'dot': return this.validateType(dot, t);
       case 'nil':
         if (t === 'any') return null;
+        if (t === 'value') return undefined;
         this.errorf(`cannot assign nil to ${t}`);
         break;
       case 'field': return this.validateType(this.evalFieldNode(dot, n, [n], MISSING), t);
@@ -1466,6 +1468,7 @@ class ExecState {
         if (typeof v === 'string') return Buffer.byteLength(v);
         if (v instanceof GoSlice) return v.items.length;
         if (v instanceof GoMap) return v.m?.size ?? 0;
+        if (v === undefined) return fail('reflect: call of reflect.Value.Type on zero Value');
         if (v === null) return fail('len of nil pointer');
         return fail(`len of type ${typeName(v)}`);
       }
@@ -1478,6 +1481,7 @@ class ExecState {
           if (v instanceof GoSlice || typeof v === 'string') {
             const len = typeof v === 'string' ? Buffer.byteLength(v) : v.items.length;
             const i = indexArg(x, len, fail);
+            if (i === len) return fail(`reflect: ${typeof v === 'string' ? 'string' : 'slice'} index out of range`);
             if (typeof v === 'string') v = new GoNum('uint8', Buffer.from(v)[i]!);
             else v = v.items[i];
           } else if (v instanceof GoMap) {
@@ -1505,7 +1509,7 @@ class ExecState {
         } else if (item instanceof GoSlice) len = item.items.length;
         else return fail(`can't slice item of type ${typeName(item)}`);
         const ix = [0, len];
-        for (let k = 0; k < idx.length; k++) ix[k] = indexArg(idx[k], len + 1, fail);
+        for (let k = 0; k < idx.length; k++) ix[k] = indexArg(idx[k], len, fail);
         if (ix[0]! > ix[1]!) return fail(`invalid slice index: ${ix[0]} > ${ix[1]}`);
         if (typeof item === 'string') return Buffer.from(item).subarray(ix[0], ix[1]).toString('utf8');
         if (idx.length === 3 && ix[1]! > ix[2]!) return fail(`invalid slice index: ${ix[1]} > ${ix[2]}`);
@@ -1538,11 +1542,17 @@ class ExecState {
       case 'println': return goSprintln(this.args(dot, a, final));
       case 'printf': {
         want(1, true);
-        const v = this.args(dot, a, final);
-        if (typeof v[0] !== 'string') {
-          this.errorf(v[0] === null ? 'invalid value; expected string' : `wrong type for value; expected string; got ${typeName(v[0])}`);
+        let format: unknown;
+        let rest: unknown[];
+        if (a.length > 0) {
+          format = this.evalArg(dot, 'string', a[0]!);
+          rest = this.args(dot, a.slice(1), final);
+        } else {
+          format = this.validateType(final, 'string');
+          rest = [];
         }
-        return goSprintf(v[0], v.slice(1));
+        for (let k = 0; k < rest.length; k++) if (rest[k] === undefined) rest[k] = null;
+        return goSprintf(format as string, rest);
       }
       case 'html': return htmlEscape(evalArgsString(this.args(dot, a, final)));
       case 'urlquery': return queryEscape(evalArgsString(this.args(dot, a, final)));
@@ -1584,7 +1594,7 @@ function indexArg(x: unknown, cap: number, fail: (m: string) => never): number {
   else if (x instanceof GoNum && x.type !== 'float64') i = x.v;
   else if (x === null) return fail('cannot index slice/array with nil');
   else return fail(`cannot index slice/array with type ${typeName(x)}`);
-  if (i < 0 || i >= cap) return fail(`index out of range: ${i}`);
+  if (i < 0 || i > cap) return fail(`index out of range: ${i}`);
   return i;
 }
 
