@@ -92,3 +92,19 @@ test('printf verbs', () => {
   assert.equal(goSprintf('%d %s', ['x']), '%!d(string=x) %!s(MISSING)');
   assert.equal(goSprintf('a', [1]), 'a%!(EXTRA int=1)');
 });
+
+test('a template of any size parses without deep recursion', () => {
+  const t = GoTemplate.parse('answer', '{{ .Name }}-'.repeat(50000));
+  assert.equal(t.execute(new Data()).length, 'a.example.-'.length * 50000);
+});
+
+test('the plain-field fast path and the executor agree', () => {
+  for (const s of ['{{ .Name }} 60 IN A 1.2.3.4', 'x{{.Name}}y{{ .Name }}z', '{{ .N }}', '{{ .Match }}', '{{ .Nope }}']) {
+    const t = GoTemplate.parse('answer', s);
+    const slow = GoTemplate.parse('answer', `{{- "" -}}${s}`);
+    let a: string, b: string;
+    try { a = t.execute(new Data()); } catch (e) { a = (e as Error).message.replace(/:\d+:\d+:/, ''); }
+    try { b = slow.execute(new Data()); } catch (e) { b = (e as Error).message.replace(/:\d+:\d+:/, ''); }
+    assert.equal(a, b, s);
+  }
+});

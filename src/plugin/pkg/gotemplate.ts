@@ -148,7 +148,8 @@ class Lexer {
   }
 
   run(): Item[] {
-    this.lexText();
+    // One round per action: text up to it, then the action (a loop, not recursion, whatever the template's size).
+    while (this.lexText()) { /* next action */ }
     return this.items;
   }
 
@@ -241,7 +242,7 @@ class Lexer {
     this.pos += 2;
     if (trim) this.skipSpaceAfterTrim();
     this.ignore();
-    return this.lexText();
+    return true;
   }
 
   private skipSpaceAfterTrim(): void {
@@ -266,7 +267,7 @@ class Lexer {
       this.ignore();
     }
     this.insideAction = false;
-    return this.lexText();
+    return true;
   }
 
   private lexInsideAction(): boolean {
