@@ -163,6 +163,8 @@ export class Template implements Handler {
   readonly templates: TemplateSpec[];
   view = '';
   private readonly matchCounters = new Map<string, CounterChild>();
+  /** The counter of the previous match: the same labels again are found without building a key. */
+  private lastMatch: { server: string; zone: string; cls: string; type: string; child: CounterChild } | undefined;
   /**
    * Records parsed from rendered texts: most templates render the same few texts
    * again and again, and parsing is the dearest step. Each reply gets its own
@@ -240,12 +242,15 @@ export class Template implements Handler {
   }
 
   private matched(req: Request, d: TemplateData): CounterChild {
+    const l = this.lastMatch;
+    if (l !== undefined && l.server === req.server && l.zone === d.zone && l.cls === d.cls && l.type === d.type) return l.child;
     const key = req.server + '\u0000' + d.zone + '\u0000' + d.cls + '\u0000' + d.type;
     let c = this.matchCounters.get(key);
     if (c === undefined) {
       c = templateMatches.child(req.server, d.zone, this.view, d.cls, d.type);
       this.matchCounters.set(key, c);
     }
+    this.lastMatch = { server: req.server, zone: d.zone, cls: d.cls, type: d.type, child: c };
     return c;
   }
 
