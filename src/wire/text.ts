@@ -344,8 +344,12 @@ export function formatQuestion(q: Question): string {
 
 function formatEdnsOption(code: number, data: Uint8Array): string {
   switch (code) {
-    case 3:
-      return '\n; NSID: ' + toHex(data);
+    case 3: {
+      // miekg adds each byte as a character in parentheses, after two blanks.
+      let chars = '';
+      for (const b of data) chars += '(' + String.fromCodePoint(b) + ')';
+      return '\n; NSID: ' + toHex(data) + '  ' + chars;
+    }
     case 8: {
       if (data.length >= 4) {
         const family = (data[0] << 8) | data[1];
@@ -386,7 +390,7 @@ function formatEdnsOption(code: number, data: Uint8Array): string {
   return `\n; LOCAL OPT: ${code}:0x${toHex(data)}`;
 }
 
-function formatOpt(e: Edns): string {
+export function formatOpt(e: Edns): string {
   let s = '\n;; OPT PSEUDOSECTION:\n; EDNS: version ' + e.version + '; ';
   s += e.do ? 'flags: do; ' : 'flags:; ';
   if ((e.z & 0x7fff) !== 0) s += 'MBZ: 0x' + (e.z & 0x7fff).toString(16).padStart(4, '0') + ', ';

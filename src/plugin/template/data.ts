@@ -5,8 +5,8 @@
 // in its errors.
 
 import type { Request } from '../../core/request.ts';
-import type { Message, Question, ResourceRecord } from '../../wire/types.ts';
-import { formatMessage, formatQuestion, formatRecord } from '../../wire/text.ts';
+import type { Edns, Message, Question, ResourceRecord } from '../../wire/types.ts';
+import { formatMessage, formatOpt, formatQuestion, formatRecord } from '../../wire/text.ts';
 import { GoMap, GoNum, GoSlice, GoStruct, NO_FIELD, UNEXPORTED, type GoFunc } from '../pkg/gotemplate.ts';
 
 const EMPTY_VAR = new GoMap('map[string]interface {}', undefined, null);
@@ -73,8 +73,29 @@ class RRValue extends GoStruct {
   override goString(): string { return formatRecord(this.rr); }
 }
 
-function rrSlice(rrs: readonly ResourceRecord[]): GoSlice {
-  return new GoSlice('[]dns.RR', rrs.map((r) => new RRValue(r)));
+/** The query's OPT record, which miekg keeps in the additional section (Extra). */
+class OptValue extends GoStruct {
+  readonly goType = 'dns.RR';
+  readonly e: Edns;
+  constructor(e: Edns) {
+    super();
+    this.e = e;
+  }
+
+  field(name: string): unknown {
+    if (name !== 'Hdr') return NO_FIELD;
+    const e = this.e;
+    const ttl = ((e.version & 0xff) << 16) | (e.do ? 0x8000 : 0) | (e.z & 0x7fff);
+    return new HeaderValue({ name: e.name ?? '.', type: 41, class: e.udpSize, ttl, data: { raw: new Uint8Array(0) } });
+  }
+
+  override goString(): string { return formatOpt(this.e); }
+}
+
+function rrSlice(rrs: readonly ResourceRecord[], edns?: Edns): GoSlice {
+  const items: GoStruct[] = rrs.map((r) => new RRValue(r));
+  if (edns !== undefined) items.push(new OptValue(edns));
+  return new GoSlice('[]dns.RR', items);
 }
 
 /** The incoming message (`*dns.Msg`), its header fields promoted as in miekg's struct. */
@@ -104,7 +125,7 @@ class MessageValue extends GoStruct {
       case 'Question': return new GoSlice('[]dns.Question', m.question.map((q) => new QuestionValue(q, false)));
       case 'Answer': return rrSlice(m.answer);
       case 'Ns': return rrSlice(m.authority);
-      case 'Extra': return rrSlice(m.additional);
+      case 'Extra': return rrSlice(m.additional, m.edns);
     }
     return NO_FIELD;
   }
