@@ -771,6 +771,11 @@ export function parseRecord(line: string, origin = '.', defaultTtl = 3600): Reso
   return { name, type, class: cls ?? 1, ttl: ttl ?? defaultTtl, data };
 }
 
+/** Types whose text form has a fixed number of fields (A, AAAA, the single-name types, SOA, MX, SRV). */
+const FIXED_ARITY: ReadonlyMap<number, number> = new Map([
+  [1, 1], [28, 1], [2, 1], [3, 1], [4, 1], [5, 1], [7, 1], [8, 1], [9, 1], [12, 1], [39, 1], [6, 7], [15, 2], [33, 4],
+]);
+
 function parseRdata(type: number, r: Tok[], origin: string): RData {
   if (r.length > 0 && r[0].t === '\\#' && !r[0].q) {
     const len = num(r[1], 65535, 'rdata length');
@@ -782,6 +787,9 @@ function parseRdata(type: number, r: Tok[], origin: string): RData {
     if (r[k] === undefined) throw parseErr('missing name');
     return completeName(r[k].t, origin);
   };
+  // miekg rejects anything after the rdata of fixed-size types.
+  const arity = FIXED_ARITY.get(type);
+  if (arity !== undefined && r.length > arity) throw parseErr('garbage after rdata: ' + JSON.stringify(r[arity].t));
   switch (type) {
     case 1: {
       const v = parseIPv4(r[0]?.t ?? '');
@@ -815,7 +823,7 @@ function parseRdata(type: number, r: Tok[], origin: string): RData {
         if (b.length === 0) strings.push(b);
         for (let k = 0; k < b.length; k += 255) strings.push(b.slice(k, k + 255));
       }
-      if (strings.length === 0) throw parseErr('TXT needs at least one string');
+      // No string at all is accepted, as by miekg (an empty rdata).
       return { strings };
     }
     case 13: {
