@@ -12,7 +12,7 @@
 // break, continue) and the builtins and, or, not, len, index, slice, eq, ne,
 // lt, le, gt, ge, print, printf, println, html, urlquery, plus the functions
 // a caller registers. Not supported, and a parse error so that it fails at
-// setup: define, template, block, call, js.
+// setup: define, template, block, call, js, complex-number constants.
 //
 // Go values in JavaScript: `undefined` is Go's invalid reflect.Value (a
 // missing map key, printed `<no value>`), `null` a nil interface, a JS string
@@ -141,7 +141,6 @@ class Lexer {
   startLine = 1;
   parenDepth = 0;
   items: Item[] = [];
-  insideAction = false;
 
   constructor(input: string) {
     this.input = input;
@@ -227,7 +226,6 @@ class Lexer {
     this.pos += after;
     this.ignore();
     this.parenDepth = 0;
-    this.insideAction = true;
     return this.lexInsideAction();
   }
 
@@ -266,7 +264,6 @@ class Lexer {
       this.skipSpaceAfterTrim();
       this.ignore();
     }
-    this.insideAction = false;
     return true;
   }
 
@@ -468,7 +465,6 @@ class Lexer {
       if (r === undefined) return this.error('unterminated raw quoted string');
       if (r === '`') break;
     }
-    this.line += 0;
     this.emit(I.rawString);
     return true;
   }
@@ -707,7 +703,8 @@ class Parser {
     const mark = this.vars.length;
     const pipe = this.pipeline(context, I.rightDelim);
     if (context === 'range') this.rangeDepth++;
-    let [list, next] = this.itemList();
+    const [list, first] = this.itemList();
+    let next = first;
     if (context === 'range') this.rangeDepth--;
     let elseList: ListNode | undefined;
     if (next.kind === 'else') {
@@ -723,7 +720,6 @@ class Parser {
       }
     }
     this.vars.length = mark;
-    void list;
     return { kind: context, pos: pipe.pos, pipe, list, elseList };
   }
 
@@ -745,7 +741,6 @@ class Parser {
       if (v.typ !== I.variable) break;
       const vIdx = this.idx;
       this.nextItem();
-      const after = this.peek();
       const nx = this.peekNonSpace();
       if (nx.typ === I.assign || nx.typ === I.declare) {
         pipe.isAssign = nx.typ === I.assign;
@@ -763,7 +758,6 @@ class Parser {
         }
         this.errorf(`too many declarations in ${context}`);
       } else {
-        void after;
         this.idx = vIdx;
       }
       break;
