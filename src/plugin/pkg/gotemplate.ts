@@ -16,7 +16,8 @@
 //
 // Go values in JavaScript: `undefined` is Go's invalid reflect.Value (a
 // missing map key, printed `<no value>`), `null` a nil interface, a JS string
-// a string, a JS number an `int`, a bigint a `uint64`, `true`/`false` bools,
+// a string, a JS number an `int` (a constant beyond 2^53: an exact bigint), a
+// bigint a `uint64`, `true`/`false` bools,
 // GoNum any other numeric type (uint16, float64, ...), GoSlice, GoMap and
 // GoStruct the composite types.
 
