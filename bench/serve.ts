@@ -2,7 +2,7 @@
 // called in a loop with a sink that drops replies. Run:
 //   node bench/serve.ts [seconds] [name filter]
 // Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it), a rewrite rule in
-// front of hosts (a query it rewrites, and one it does not match).
+// front of hosts (a query it rewrites, and one it does not match), template answers.
 
 import { startServer } from '../src/index.ts';
 import { serveMessage } from '../src/core/serve.ts';
@@ -24,6 +24,8 @@ const scenarios: Array<{ name: string; corefile: string; qname: string; edns: bo
   { name: 'hosts b.example.org', corefile: '.:0 {\n' + REWRITE_HOSTS, qname: 'b.example.org.', edns: false },
   { name: 'rewrite exact+hosts', corefile: '.:0 {\n rewrite name exact a.example.org b.example.org\n' + REWRITE_HOSTS, qname: 'a.example.org.', edns: false },
   { name: 'rewrite no match+hosts', corefile: '.:0 {\n rewrite name exact a.example.org b.example.org\n' + REWRITE_HOSTS, qname: 'www.example.org.', edns: false },
+  { name: 'template', corefile: '.:0 {\n template IN A example.org {\n  answer "{{ .Name }} 60 IN A 192.0.2.1"\n }\n}\n', qname: 'www.example.org.', edns: false },
+  { name: 'template regex groups', corefile: '.:0 {\n template IN A example.org {\n  match "^(?P<h>[a-z]+)[.]example[.]org[.]$"\n  answer "{{ .Name }} 60 IN A 192.0.2.{{ len .Group.h }}"\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'cache hit+prometheus', corefile: '.:0 {\n prometheus 127.0.0.1:0\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
 ];
 

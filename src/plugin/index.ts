@@ -24,6 +24,7 @@ import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as view } from './view/setup.ts';
+import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
 import { plugin as bufsize } from './bufsize/setup.ts';
 import { plugin as cancel } from './cancel/setup.ts';
@@ -55,6 +56,7 @@ export const builtinPlugins: PluginDefinition[] = [
   reload,
   rewrite,
   view,
+  template,
   whoami,
   bufsize,
   cancel,

@@ -344,8 +344,12 @@ export function formatQuestion(q: Question): string {
 
 function formatEdnsOption(code: number, data: Uint8Array): string {
   switch (code) {
-    case 3:
-      return '\n; NSID: ' + toHex(data);
+    case 3: {
+      // miekg adds each byte as a character in parentheses, after two blanks.
+      let chars = '';
+      for (const b of data) chars += '(' + String.fromCodePoint(b) + ')';
+      return '\n; NSID: ' + toHex(data) + '  ' + chars;
+    }
     case 8: {
       if (data.length >= 4) {
         const family = (data[0] << 8) | data[1];
@@ -386,7 +390,7 @@ function formatEdnsOption(code: number, data: Uint8Array): string {
   return `\n; LOCAL OPT: ${code}:0x${toHex(data)}`;
 }
 
-function formatOpt(e: Edns): string {
+export function formatOpt(e: Edns): string {
   let s = '\n;; OPT PSEUDOSECTION:\n; EDNS: version ' + e.version + '; ';
   s += e.do ? 'flags: do; ' : 'flags:; ';
   if ((e.z & 0x7fff) !== 0) s += 'MBZ: 0x' + (e.z & 0x7fff).toString(16).padStart(4, '0') + ', ';
@@ -767,6 +771,11 @@ export function parseRecord(line: string, origin = '.', defaultTtl = 3600): Reso
   return { name, type, class: cls ?? 1, ttl: ttl ?? defaultTtl, data };
 }
 
+/** Types whose text form has a fixed number of fields (A, AAAA, the single-name types, SOA, MX, SRV). */
+const FIXED_ARITY: ReadonlyMap<number, number> = new Map([
+  [1, 1], [28, 1], [2, 1], [3, 1], [4, 1], [5, 1], [7, 1], [8, 1], [9, 1], [12, 1], [39, 1], [6, 7], [15, 2], [33, 4],
+]);
+
 function parseRdata(type: number, r: Tok[], origin: string): RData {
   if (r.length > 0 && r[0].t === '\\#' && !r[0].q) {
     const len = num(r[1], 65535, 'rdata length');
@@ -778,6 +787,9 @@ function parseRdata(type: number, r: Tok[], origin: string): RData {
     if (r[k] === undefined) throw parseErr('missing name');
     return completeName(r[k].t, origin);
   };
+  // miekg rejects anything after the rdata of fixed-size types.
+  const arity = FIXED_ARITY.get(type);
+  if (arity !== undefined && r.length > arity) throw parseErr('garbage after rdata: ' + JSON.stringify(r[arity].t));
   switch (type) {
     case 1: {
       const v = parseIPv4(r[0]?.t ?? '');
@@ -811,7 +823,7 @@ function parseRdata(type: number, r: Tok[], origin: string): RData {
         if (b.length === 0) strings.push(b);
         for (let k = 0; k < b.length; k += 255) strings.push(b.slice(k, k + 255));
       }
-      if (strings.length === 0) throw parseErr('TXT needs at least one string');
+      // No string at all is accepted, as by miekg (an empty rdata).
       return { strings };
     }
     case 13: {

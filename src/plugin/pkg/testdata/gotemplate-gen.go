@@ -1,0 +1,60 @@
+//go:build ignore
+
+// Regenerates gotemplate-go.json from Go's text/template: for every "t" of the
+// file, Go's parse error, execution error, output and Tree.Root.String().
+//
+//	go run gotemplate-gen.go > new.json && mv new.json gotemplate-go.json
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"text/template"
+)
+
+type data struct {
+	Name  string
+	Match []string
+	Group map[string]string
+	N     int
+}
+
+func main() {
+	var rows []map[string]string
+	b, err := os.ReadFile("gotemplate-go.json")
+	if err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal(b, &rows); err != nil {
+		panic(err)
+	}
+	d := &data{Name: "a.example.", Match: []string{"a.example.", "a", "b", "c"}, Group: map[string]string{"a": "1", "0": "a.example."}, N: 5}
+	out := []map[string]string{}
+	for _, row := range rows {
+		c := row["t"]
+		r := map[string]string{"t": c}
+		t, err := template.New("answer").Funcs(template.FuncMap{"parseInt": strconv.ParseUint}).Parse(c)
+		if err != nil {
+			r["perr"] = err.Error()
+		} else {
+			r["tree"] = t.Tree.Root.String()
+			var buf bytes.Buffer
+			if err := t.Execute(&buf, d); err != nil {
+				r["eerr"] = err.Error()
+			} else {
+				r["out"] = buf.String()
+			}
+		}
+		out = append(out, r)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}

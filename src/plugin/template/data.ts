@@ -1,0 +1,187 @@
+// The data a template sees (CoreDNS's templateData) as Go values for the
+// text/template engine of pkg/gotemplate.ts: `.Zone`, `.Name`, `.Regex`,
+// `.Match`, `.Group`, `.Class`, `.Type`, `.Message`, `.Question`, `.Remote`,
+// `.Var` and the `.Meta` method, with the Go type names text/template prints
+// in its errors.
+
+import type { Request } from '../../core/request.ts';
+import type { Edns, Message, Question, ResourceRecord } from '../../wire/types.ts';
+import { formatMessage, formatOpt, formatQuestion, formatRecord } from '../../wire/text.ts';
+import { GoMap, GoNum, GoSlice, GoStruct, NO_FIELD, UNEXPORTED, type GoFunc } from '../pkg/gotemplate.ts';
+
+const EMPTY_VAR = new GoMap('map[string]interface {}', undefined, null);
+
+/** A dns.Question (`*dns.Question` when `ptr`): printed with miekg's String() through a pointer. */
+class QuestionValue extends GoStruct {
+  readonly goType: string;
+  readonly q: Question;
+  constructor(q: Question, ptr: boolean) {
+    super();
+    this.q = q;
+    this.goType = ptr ? '*dns.Question' : 'dns.Question';
+  }
+
+  field(name: string): unknown {
+    switch (name) {
+      case 'Name': return this.q.name;
+      case 'Qtype': return new GoNum('uint16', this.q.type);
+      case 'Qclass': return new GoNum('uint16', this.q.class);
+    }
+    return NO_FIELD;
+  }
+
+  override goString(): string | undefined {
+    return this.goType.startsWith('*') ? formatQuestion(this.q) : undefined;
+  }
+
+  override addrString(): string { return formatQuestion(this.q); }
+
+  override fieldValues(): unknown[] { return [this.q.name, this.q.type, this.q.class]; }
+}
+
+class HeaderValue extends GoStruct {
+  readonly goType = 'dns.RR_Header';
+  readonly rr: ResourceRecord;
+  constructor(rr: ResourceRecord) {
+    super();
+    this.rr = rr;
+  }
+
+  field(name: string): unknown {
+    switch (name) {
+      case 'Name': return this.rr.name;
+      case 'Rrtype': return new GoNum('uint16', this.rr.type);
+      case 'Class': return new GoNum('uint16', this.rr.class);
+      case 'Ttl': return new GoNum('uint32', this.rr.ttl);
+    }
+    return NO_FIELD;
+  }
+
+  override fieldValues(): unknown[] { return [this.rr.name, this.rr.type, this.rr.class, this.rr.ttl, 0]; }
+}
+
+/** A record of the message (a dns.RR): its header and miekg's String(). */
+class RRValue extends GoStruct {
+  readonly goType = 'dns.RR';
+  readonly rr: ResourceRecord;
+  constructor(rr: ResourceRecord) {
+    super();
+    this.rr = rr;
+  }
+
+  field(name: string): unknown { return name === 'Hdr' ? new HeaderValue(this.rr) : NO_FIELD; }
+  override goString(): string { return formatRecord(this.rr); }
+}
+
+/** The query's OPT record, which miekg keeps in the additional section (Extra). */
+class OptValue extends GoStruct {
+  readonly goType = 'dns.RR';
+  readonly e: Edns;
+  constructor(e: Edns) {
+    super();
+    this.e = e;
+  }
+
+  field(name: string): unknown {
+    if (name !== 'Hdr') return NO_FIELD;
+    const e = this.e;
+    const ttl = ((e.version & 0xff) << 16) | (e.do ? 0x8000 : 0) | (e.z & 0x7fff);
+    return new HeaderValue({ name: e.name ?? '.', type: 41, class: e.udpSize, ttl, data: { raw: new Uint8Array(0) } });
+  }
+
+  override goString(): string { return formatOpt(this.e); }
+}
+
+function rrSlice(rrs: readonly ResourceRecord[], edns?: Edns): GoSlice {
+  const items: GoStruct[] = rrs.map((r) => new RRValue(r));
+  if (edns !== undefined) items.push(new OptValue(edns));
+  return new GoSlice('[]dns.RR', items);
+}
+
+/** The incoming message (`*dns.Msg`), its header fields promoted as in miekg's struct. */
+class MessageValue extends GoStruct {
+  readonly goType = '*dns.Msg';
+  readonly m: Message;
+  constructor(m: Message) {
+    super();
+    this.m = m;
+  }
+
+  field(name: string): unknown {
+    const m = this.m;
+    switch (name) {
+      case 'Id': return new GoNum('uint16', m.id);
+      case 'Response': return m.qr;
+      case 'Opcode': return m.opcode;
+      case 'Authoritative': return m.aa;
+      case 'Truncated': return m.tc;
+      case 'RecursionDesired': return m.rd;
+      case 'RecursionAvailable': return m.ra;
+      case 'Zero': return m.z;
+      case 'AuthenticatedData': return m.ad;
+      case 'CheckingDisabled': return m.cd;
+      case 'Rcode': return m.rcode;
+      case 'Compress': return false;
+      case 'Question': return new GoSlice('[]dns.Question', m.question.map((q) => new QuestionValue(q, false)));
+      case 'Answer': return rrSlice(m.answer);
+      case 'Ns': return rrSlice(m.authority);
+      case 'Extra': return rrSlice(m.additional, m.edns);
+    }
+    return NO_FIELD;
+  }
+
+  override goString(): string { return formatMessage(this.m); }
+}
+
+/** What `.Match`/`.Group` and the question give a template for one query. */
+export class TemplateData extends GoStruct {
+  readonly goType = '*template.templateData';
+  readonly req: Request;
+  readonly zone: string;
+  readonly regex: string;
+  readonly match: GoSlice;
+  readonly group: GoMap;
+  readonly cls: string;
+  readonly type: string;
+  private meta: GoFunc | undefined;
+
+  constructor(req: Request, zone: string, regex: string, match: GoSlice, group: GoMap, cls: string, type: string) {
+    super();
+    this.req = req;
+    this.zone = zone;
+    this.regex = regex;
+    this.match = match;
+    this.group = group;
+    this.cls = cls;
+    this.type = type;
+  }
+
+  field(name: string): unknown {
+    switch (name) {
+      case 'Zone': return this.zone;
+      case 'Name': return this.req.name;
+      case 'Regex': return this.regex;
+      case 'Match': return this.match;
+      case 'Group': return this.group;
+      case 'Class': return this.cls;
+      case 'Type': return this.type;
+      case 'Message': return new MessageValue(this.req.msg);
+      case 'Question': return new QuestionValue(this.req.msg.question[0]!, true);
+      case 'Remote': return this.req.remoteAddress;
+      case 'Var': return EMPTY_VAR;
+      case 'md': return UNEXPORTED;
+    }
+    return NO_FIELD;
+  }
+
+  override method(name: string): GoFunc | undefined {
+    if (name !== 'Meta') return undefined;
+    const req = this.req;
+    return this.meta ??= { params: ['string'], fn: (label: unknown) => req.metadata(label as string) ?? '' };
+  }
+
+  override fieldValues(): unknown[] {
+    return [this.zone, this.req.name, this.regex, this.match, this.group, this.cls, this.type,
+      new MessageValue(this.req.msg), new QuestionValue(this.req.msg.question[0]!, true), this.req.remoteAddress, EMPTY_VAR];
+  }
+}
