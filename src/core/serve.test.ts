@@ -427,6 +427,27 @@ describe('header checks (miekg/dns acceptfunc and serveDNS)', () => {
     assert.equal(h.calls, 0);
   });
 
+  test('a question cut short after its name or its qtype: class/type 0, so REFUSED with that question (CoreDNS 1.14.7 bytes)', () => {
+    // miekg's unpackQuestion stops where the message ends and leaves the rest of the question 0;
+    // CoreDNS then refuses class 0. The replies are what 1.14.7 sent for these exact queries.
+    const nameOnly = Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 0), wname('example.org.')]);
+    assert.deepEqual(serve(t, nameOnly).sink.sent, [Buffer.from('123481050001000000000000076578616d706c65036f72670000000000', 'hex')]);
+    const withType = Buffer.concat([nameOnly, u16(RRType.A)]);
+    assert.deepEqual(serve(t, withType).sink.sent, [Buffer.from('123481050001000000000000076578616d706c65036f72670000010000', 'hex')]);
+    assert.deepEqual(t.dropped.map((d) => d.rcode), [Rcode.REFUSED, Rcode.REFUSED]);
+    // Half a qtype, or a name running past the end, is still FORMERR without a question.
+    for (const cut of [Buffer.concat([nameOnly, Buffer.from([0])]), nameOnly.subarray(0, nameOnly.length - 3)]) {
+      assert.deepEqual(serve(t, cut).sink.sent, [Buffer.from('123481010000000000000000', 'hex')]);
+    }
+    // With chaos/forward loaded, class 0 passes the class check: the chain sees type 0, class 0.
+    const seen: Seen[] = [];
+    const chaos = makeTable({ '.': answering('chaos', seen) }, { classChaos: true });
+    const r = only(serve(chaos, nameOnly));
+    assert.deepEqual(r.question, [{ name: 'example.org.', type: 0, class: 0 }]);
+    assert.equal(seen.length, 1);
+    assert.equal(h.calls, 0);
+  });
+
   test('a record that fails to unpack: FORMERR with the question parsed so far, no other records', () => {
     const question = Buffer.concat([wname('Example.org.'), A_IN]);
     // An answer record whose rdlength runs past the end of the message.

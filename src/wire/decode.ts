@@ -7,6 +7,9 @@
 //
 // Compatibility decisions (miekg/dns Unpack as reference):
 // - Trailing bytes after the last record are ignored, as miekg does.
+// - A question cut short by the end of the message, right after its name or right after its qtype,
+//   decodes with type / class 0 for the missing fields (miekg's unpackQuestion: CoreDNS then
+//   answers REFUSED for class 0). Half a field, or a name running past the end, is SHORT.
 // - A message that ends right after the 12-byte header decodes to the header with empty sections
 //   whatever its counts say (miekg: servers send such REFUSED replies). Otherwise section counts
 //   larger than the data are an error (SHORT) — miekg silently stops; we are stricter.
@@ -464,6 +467,28 @@ function readOpt(name: string, cls: number, ttl: number, end: number): Edns {
   return edns;
 }
 
+// qtype and qclass of the question last read by readQuestionTail
+let QT = 0;
+let QC = 0;
+
+/**
+ * Reads the qtype and qclass after a question name into QT / QC. A question cut short by the end
+ * of the message — after its name, or after its qtype — gets 0 for what is missing, as miekg's
+ * unpackQuestion does; half a field is SHORT (a name running past the end already was).
+ */
+function readQuestionTail(): void {
+  QT = 0;
+  QC = 0;
+  if (P === N) return;
+  if (P + 2 > N) throw short();
+  QT = u16(P);
+  P += 2;
+  if (P === N) return;
+  if (P + 2 > N) throw short();
+  QC = u16(P);
+  P += 2;
+}
+
 function newMsgFromHeader(): Message {
   const b1 = B[2];
   const b2 = B[3];
@@ -506,9 +531,8 @@ export function decodeMessage(buf: Uint8Array): Message {
   try {
     for (let i = 0; i < qd; i++) {
       const name = readName(false);
-      if (P + 4 > N) throw short();
-      const q: Question = { name, type: u16(P), class: u16(P + 2) };
-      P += 4;
+      readQuestionTail();
+      const q: Question = { name, type: QT, class: QC };
       msg.question.push(q);
     }
     for (let i = 0; i < an; i++) msg.answer.push(readRecord());
@@ -590,10 +614,9 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
     const ns = u16(8);
     const ar = u16(10);
     const qname = readName(true);
-    if (P + 4 > N) throw short();
-    const qtype = u16(P);
-    const qclass = u16(P + 2);
-    P += 4;
+    readQuestionTail();
+    const qtype = QT;
+    const qclass = QC;
     const questionEnd = P;
     const facts: QueryFacts = {
       id: u16(0), flags: u16(2), qname, qtype, qclass, questionEnd,
@@ -603,8 +626,7 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
     if (ar === 0) return facts;
     for (let i = 1; i < qd; i++) {
       skipName();
-      P += 4;
-      if (P > N) throw short();
+      readQuestionTail();
     }
     const skip = an + ns;
     for (let i = 0; i < skip + ar; i++) {

@@ -43,10 +43,32 @@ test('reserved label types, long labels, long names', () => {
 
 test('truncated data and counts past the end', () => {
   const good = Array.from(encodeMessage(newQuery('example.org.', 1)));
-  for (let cut = 13; cut < good.length; cut++) expectWireError(good.slice(0, cut), 'SHORT');
+  const nameEnd = good.length - 4;
+  for (let cut = 13; cut < good.length; cut++) {
+    if (cut === nameEnd || cut === nameEnd + 2) continue; // a question cut short at a field boundary: below
+    expectWireError(good.slice(0, cut), 'SHORT');
+  }
   expectWireError([...hdr(2), ...good.slice(12)], 'SHORT');
   expectWireError([...hdr(1, 1), ...good.slice(12)], 'SHORT');
   expectWireError([1, 2, 3], 'SHORT');
+});
+
+test('a question cut short after its name or its qtype decodes with 0 for the rest (miekg unpackQuestion)', () => {
+  const good = Array.from(encodeMessage(newQuery('example.org.', 28)));
+  const nameEnd = good.length - 4;
+  const nameOnly = Uint8Array.from(good.slice(0, nameEnd));
+  assert.deepEqual(decodeMessage(nameOnly).question, [{ name: 'example.org.', type: 0, class: 0 }]);
+  const withType = Uint8Array.from(good.slice(0, nameEnd + 2));
+  assert.deepEqual(decodeMessage(withType).question, [{ name: 'example.org.', type: 28, class: 0 }]);
+  const fast = decodeQuestionFast(withType);
+  assert.equal(fast?.qtype, 28);
+  assert.equal(fast.qclass, 0);
+  assert.equal(fast.questionEnd, withType.length);
+  // Only where the message ends: a second question that is missing is SHORT, and so is half a field.
+  expectWireError([...hdr(2), ...good.slice(12, nameEnd)], 'SHORT');
+  expectWireError(good.slice(0, nameEnd + 1), 'SHORT');
+  expectWireError(good.slice(0, nameEnd + 3), 'SHORT');
+  assert.throws(() => decodeQuestionFast(Uint8Array.from(good.slice(0, nameEnd + 1))), WireError);
 });
 
 test('rdata inconsistent with rdlength', () => {
