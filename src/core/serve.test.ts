@@ -448,6 +448,40 @@ describe('header checks (miekg/dns acceptfunc and serveDNS)', () => {
     assert.equal(h.calls, 0);
   });
 
+  test('section counts above the records present: ignored when the message ends after a whole record (CoreDNS 1.14.7 bytes)', () => {
+    // example.org is under no zone: the server's REFUSED shows what was decoded (question, OPT echo).
+    const net = makeTable({ 'example.net.': answering('net') });
+    const q = Buffer.concat([wname('example.org.'), A_IN]);
+    const opt = Buffer.from('00002904d000008000000400030000', 'hex'); // 1232, DO, NSID
+    const refused = '123481050001000000000000076578616d706c65036f72670000010001';
+    const cases: Array<[Buffer, string]> = [
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 0), q]), refused],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 1, 2), q]), refused],
+      // ARCOUNT 2, one OPT: used, so echoed (size, DO, NSID).
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt]),
+        '123481050001000000000001076578616d706c65036f7267000001000100002904d000008000000400030000'],
+      // NSCOUNT 1: the OPT is read as the authority record, so there is no EDNS.
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 1, 2), q, opt]), refused],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 1), q, opt]), refused],
+    ];
+    const formerr = '123481010001000000000000076578616d706c65036f72670000010001';
+    const half: Array<[Buffer, string]> = [
+      // A count that runs into half a record: FORMERR with the question.
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt, Buffer.from([0])]), formerr],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt, Buffer.from('0000010001000000', 'hex')]), formerr],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 0), q, Buffer.from([0xc0, 12])]), formerr],
+    ];
+    for (const [wire, want] of [...cases, ...half]) {
+      assert.deepEqual(serve(net, wire).sink.sent, [Buffer.from(want, 'hex')], wire.toString('hex'));
+    }
+    // And the chain runs for such a query.
+    const seen: Seen[] = [];
+    const org = makeTable({ 'example.org.': answering('org', seen) });
+    const r = only(serve(org, Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt])));
+    assert.equal(txtLabel(r), 'org');
+    assert.deepEqual(ednsView(r.edns), { udpSize: 1232, version: 0, do: true, z: 0, options: ['3:'] });
+  });
+
   test('a record that fails to unpack: FORMERR with the question parsed so far, no other records', () => {
     const question = Buffer.concat([wname('Example.org.'), A_IN]);
     // An answer record whose rdlength runs past the end of the message.

@@ -11,8 +11,10 @@
 //   decodes with type / class 0 for the missing fields (miekg's unpackQuestion: CoreDNS then
 //   answers REFUSED for class 0). Half a field, or a name running past the end, is SHORT.
 // - A message that ends right after the 12-byte header decodes to the header with empty sections
-//   whatever its counts say (miekg: servers send such REFUSED replies). Otherwise section counts
-//   larger than the data are an error (SHORT) — miekg silently stops; we are stricter.
+//   whatever its counts say (miekg: servers send such REFUSED replies). Likewise a message that
+//   ends exactly after a question or a record: the sections stop there and the counts that promised
+//   more are ignored (miekg's unpackRRslice, "l is a lie"). A count that runs into half a record,
+//   or a QDCOUNT promising a question that is not there, is SHORT.
 // - Compression pointers must point strictly backwards (below the start of the name being read,
 //   and below every earlier pointer target of that name) and not into the header: loops are
 //   impossible. At most 126 pointers per name.
@@ -535,9 +537,11 @@ export function decodeMessage(buf: Uint8Array): Message {
       const q: Question = { name, type: QT, class: QC };
       msg.question.push(q);
     }
-    for (let i = 0; i < an; i++) msg.answer.push(readRecord());
-    for (let i = 0; i < ns; i++) msg.authority.push(readRecord());
-    for (let i = 0; i < ar; i++) {
+    // A message that ends exactly after a record has no more records, whatever the counts say
+    // (miekg: "dh.Ancount is a lie"); a count that runs into half a record is SHORT.
+    for (let i = 0; i < an && P < N; i++) msg.answer.push(readRecord());
+    for (let i = 0; i < ns && P < N; i++) msg.authority.push(readRecord());
+    for (let i = 0; i < ar && P < N; i++) {
       const start = P;
       skipName();
       if (P + 10 <= N && u16(P) === 41) {
@@ -629,7 +633,7 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
       readQuestionTail();
     }
     const skip = an + ns;
-    for (let i = 0; i < skip + ar; i++) {
+    for (let i = 0; i < skip + ar && P < N; i++) {
       const start = P;
       skipName();
       if (P + 10 > N) throw short();

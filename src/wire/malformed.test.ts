@@ -49,8 +49,28 @@ test('truncated data and counts past the end', () => {
     expectWireError(good.slice(0, cut), 'SHORT');
   }
   expectWireError([...hdr(2), ...good.slice(12)], 'SHORT');
-  expectWireError([...hdr(1, 1), ...good.slice(12)], 'SHORT');
   expectWireError([1, 2, 3], 'SHORT');
+});
+
+test('counts above the records present: ignored when the message ends after a whole record (miekg "count is a lie")', () => {
+  const good = Array.from(encodeMessage(newQuery('example.org.', 1)));
+  const opt = [0, 0, 41, 4, 0xd0, 0, 0, 0x80, 0, 0, 0];
+  const m = decodeMessage(Uint8Array.from([...hdr(1, 1, 1, 2), ...good.slice(12)]));
+  assert.equal(m.question.length, 1);
+  assert.equal(m.answer.length + m.authority.length + m.additional.length, 0);
+  const e = decodeMessage(Uint8Array.from([...hdr(1, 0, 0, 2), ...good.slice(12), ...opt]));
+  assert.equal(e.edns?.udpSize, 1232);
+  assert.equal(e.edns.do, true);
+  const fast = decodeQuestionFast(Uint8Array.from([...hdr(1, 0, 0, 2), ...good.slice(12), ...opt]));
+  assert.equal(fast?.edns, true);
+  // Sections read in order: with ANCOUNT 1 the OPT is the answer, and nothing is left for EDNS.
+  const an = decodeMessage(Uint8Array.from([...hdr(1, 1, 0, 1), ...good.slice(12), ...opt]));
+  assert.equal(an.answer[0]?.type, 41);
+  assert.equal(an.edns, undefined);
+  // Into half a record: SHORT.
+  expectWireError([...hdr(1, 0, 0, 2), ...good.slice(12), ...opt, 0], 'SHORT');
+  expectWireError([...hdr(1, 1), ...good.slice(12), 0xc0, 12, 0, 1], 'SHORT');
+  assert.throws(() => decodeQuestionFast(Uint8Array.from([...hdr(1, 0, 0, 2), ...good.slice(12), ...opt, 0])), WireError);
 });
 
 test('a question cut short after its name or its qtype decodes with 0 for the rest (miekg unpackQuestion)', () => {
