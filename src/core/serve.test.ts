@@ -482,6 +482,32 @@ describe('header checks (miekg/dns acceptfunc and serveDNS)', () => {
     assert.deepEqual(ednsView(r.edns), { udpSize: 1232, version: 0, do: true, z: 0, options: ['3:'] });
   });
 
+  test('two OPT records: the last one is used — size, DO, options, version (CoreDNS 1.14.7 bytes)', () => {
+    const net = makeTable({ 'example.net.': answering('net') });
+    const q = Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), wname('example.org.'), A_IN]);
+    const a = Buffer.from('00002910000000800000040003' + '0000', 'hex'); // 4096, DO, NSID
+    const b = Buffer.from('00002904d000000000000c000a00080102030405060708', 'hex'); // 1232, COOKIE
+    const v1 = Buffer.from('0000290200000100000000', 'hex'); // 512, version 1
+    const cases: Array<[Buffer[], string]> = [
+      [[a, b], '123481050001000000000001076578616d706c65036f7267000001000100002904d000000000000c000a00080102030405060708'],
+      [[b, a], '123481050001000000000001076578616d706c65036f72670000010001000029100000008000000400030000'],
+      [[v1, b], '123481050001000000000001076578616d706c65036f7267000001000100002904d000000000000c000a00080102030405060708'],
+      // The last OPT has version 1: BADVERS.
+      [[b, v1], '123481000001000000000001076578616d706c65036f726700000100010000290000010000000000'],
+    ];
+    for (const [opts, want] of cases) {
+      assert.deepEqual(serve(net, Buffer.concat([q, ...opts])).sink.sent, [Buffer.from(want, 'hex')], want);
+    }
+    // The chain sees the last OPT as the request's EDNS; the reply carries only that one.
+    const seen: Seen[] = [];
+    let size = 0;
+    const org = makeTable({ 'example.org.': { name: 'size', serveDNS(req, w) { size = req.size; return answering('org', seen).serveDNS(req, w); } } });
+    const r = only(serve(org, Buffer.concat([q, b, a])));
+    assert.equal(size, 4096);
+    assert.deepEqual(ednsView(r.edns), { udpSize: 4096, version: 0, do: true, z: 0, options: ['3:'] });
+    assert.deepEqual(r.additional, []);
+  });
+
   test('a record that fails to unpack: FORMERR with the question parsed so far, no other records', () => {
     const question = Buffer.concat([wname('Example.org.'), A_IN]);
     // An answer record whose rdlength runs past the end of the message.

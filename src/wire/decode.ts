@@ -23,8 +23,11 @@
 // - Types without a structured form become OpaqueData (RFC 3597). For the types whose rdata
 //   names may have been compressed by the sender (MINFO, RP, AFSDB, RT, PX, KX, NXT) the names are
 //   decompressed so `raw` is self-contained.
-// - The OPT record in the additional section is lifted into `msg.edns`; a second one is a
-//   WireError DUPLICATE_OPT (FORMERR). OPT records in other sections are left as OpaqueData.
+// - The OPT record in the additional section is lifted into `msg.edns`. With more than one, the
+//   last is lifted (miekg's IsEdns0 searches from the end: its size, DO, version, options and
+//   extended rcode are the message's) and the earlier ones stay in `additional` as OpaqueData
+//   records of type 41 (miekg keeps them in Extra; forward sends them on). OPT records in other
+//   sections are left as OpaqueData.
 
 import { WireError } from './error.ts';
 import { formatIPv4, formatIPv6 } from './ip.ts';
@@ -541,11 +544,19 @@ export function decodeMessage(buf: Uint8Array): Message {
     // (miekg: "dh.Ancount is a lie"); a count that runs into half a record is SHORT.
     for (let i = 0; i < an && P < N; i++) msg.answer.push(readRecord());
     for (let i = 0; i < ns && P < N; i++) msg.authority.push(readRecord());
+    let optAt = -1; // wire offset of the OPT lifted into msg.edns
+    let optIndex = 0; // where in msg.additional it stood
+    let optExt = 0;
     for (let i = 0; i < ar && P < N; i++) {
       const start = P;
       skipName();
       if (P + 10 <= N && u16(P) === 41) {
-        // OPT
+        // OPT. With several, the last is the message's (miekg IsEdns0 searches from the end);
+        // the earlier ones stay in the additional section as plain records.
+        if (optAt >= 0) {
+          P = optAt;
+          msg.additional.splice(optIndex, 0, readRecord());
+        }
         P = start;
         const name = readName(false);
         const p = P;
@@ -554,15 +565,17 @@ export function decodeMessage(buf: Uint8Array): Message {
         const end = p + 10 + u16(p + 8);
         if (end > N) throw short();
         P = p + 10;
-        if (msg.edns !== undefined) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
         msg.edns = readOpt(name, cls, ttl, end);
-        msg.rcode |= (ttl >>> 24) << 4;
+        optAt = start;
+        optIndex = msg.additional.length;
+        optExt = ttl >>> 24;
         P = end;
       } else {
         P = start;
         msg.additional.push(readRecord());
       }
     }
+    if (optAt >= 0) msg.rcode |= optExt << 4;
   } catch (e) {
     const partial = newMsgFromHeader();
     partial.question = msg.question;
@@ -591,12 +604,12 @@ export interface QueryFacts {
   ancount: number;
   nscount: number;
   arcount: number;
-  /** An OPT record was found in the additional section. */
+  /** An OPT record was found in the additional section (the facts are the last one's, as decodeMessage's edns). */
   edns: boolean;
   udpSize: number;
   do: boolean;
   ednsVersion: number;
-  /** Offset of the first byte of the OPT record (when edns), else -1. */
+  /** Offset of the first byte of the OPT record (when edns; the last one when there are several), else -1. */
   optStart: number;
 }
 
@@ -640,7 +653,6 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
       const end = P + 10 + u16(P + 8);
       if (end > N) throw short();
       if (i >= skip && u16(P) === 41) {
-        if (facts.edns) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
         facts.edns = true;
         facts.udpSize = u16(P + 2);
         facts.ednsVersion = B[P + 5];
