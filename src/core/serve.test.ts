@@ -6,6 +6,7 @@
 import { test, describe, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import dnsPacket from 'dns-packet';
 import { serveMessage, type ReplySink, type RoutedBlock, type ServeTable } from './serve.ts';
 import type { Request, Transport } from './request.ts';
@@ -861,6 +862,68 @@ describe('fitting the reply to the client (Scrub)', () => {
     const edns = big(100, { edns: { udpSize: 512 } }, 'tcp');
     assert.equal(edns.msg.answer.length, 100);
     assert.equal(edns.msg.tc, false);
+  });
+
+  // The replies CoreDNS 1.14.7 sent for `hosts` files giving big.example.org 4500 and mid.example.org
+  // 3000 addresses (10.0.0.0, 10.0.0.1, …): length, counts and the SHA-256 of the whole reply.
+  // Query: id 0x1234, RD, one question, with or without OPT (version 0, no flags, no options).
+  function hostsLike(n: number): Handler {
+    return {
+      name: 'hosts',
+      serveDNS(req, w) {
+        const r = replyTo(req.msg);
+        r.aa = true;
+        for (let i = 0; i < n; i++) {
+          r.answer.push({ name: req.qname, type: RRType.A, class: RRClass.IN, ttl: 3600, data: { address: `10.0.${i >> 8}.${i & 255}` } });
+        }
+        w.writeMsg(r);
+        return Rcode.NOERROR;
+      },
+    };
+  }
+  function corednsReply(name: string, n: number, proto: Transport, udpSize?: number): { wire: Buffer; msg: Message; sha: string } {
+    const t = makeTable({ '.': hostsLike(n) });
+    const s = serve(t, query(name, RRType.A, udpSize === undefined ? {} : { edns: { udpSize } }), { proto });
+    assert.equal(s.sink.sent.length, 1);
+    assert.equal(t.panics, 0);
+    assert.deepEqual(logLines, []);
+    const wire = s.sink.sent[0]!;
+    return { wire, msg: decodeMessage(wire), sha: createHash('sha256').update(wire).digest('hex') };
+  }
+
+  test('a reply over 65535 octets uncompressed is truncated, not an error: exactly CoreDNS\'s record count and bytes', () => {
+    // dig +tcp: "flags: qr aa tc rd; ANSWER: 4093", 65521 bytes (4092 and 65528 with dig's cookie).
+    const tcp = corednsReply('big.example.org.', 4500, 'tcp');
+    assert.equal(tcp.wire.length, 65521);
+    assert.equal(tcp.msg.answer.length, 4093);
+    assert.equal(tcp.msg.tc, true);
+    assert.equal(tcp.sha, 'e29545a61fb446e3b8fcf83bd4f0d3558325411856bd549ac6e678b6da032b2e');
+    const tcpEdns = corednsReply('big.example.org.', 4500, 'tcp', 65535);
+    assert.equal(tcpEdns.wire.length, 65532);
+    assert.equal(tcpEdns.msg.answer.length, 4093);
+    assert.equal(tcpEdns.sha, '1d7657de9a67f0bf9470f8ca451aa34d7855ea2218b661a56de5ec8c792cd686');
+    // UDP with a large EDNS size: cut to that size (kdig +bufsize=65000: ANSWER 4059, 64988 bytes).
+    const udp = corednsReply('big.example.org.', 4500, 'udp', 65000);
+    assert.equal(udp.wire.length, 64988);
+    assert.equal(udp.msg.answer.length, 4059);
+    assert.equal(udp.msg.tc, true);
+    assert.equal(udp.sha, 'ef5a30bc10e98814130e8b4b478efce960cbc72897c3212177b9df725a561606');
+    // EDNS 65535 over UDP: the same reply as over TCP, which no UDP socket can send (EMSGSIZE: neither
+    // CoreDNS nor nodens delivers it; kdig +bufsize=65535 times out against both).
+    assert.equal(corednsReply('big.example.org.', 4500, 'udp', 65535).sha, tcpEdns.sha);
+  });
+
+  test('a reply that fits 65535 octets only compressed goes out compressed and whole (CoreDNS bytes)', () => {
+    const tcp = corednsReply('mid.example.org.', 3000, 'tcp');
+    assert.equal(tcp.wire.length, 48033);
+    assert.equal(tcp.msg.answer.length, 3000);
+    assert.equal(tcp.msg.tc, false);
+    assert.equal(tcp.sha, '33d3ec1a70908840e1ba57e3f3067a44f093f5c153c686e649aeb12c1c48d135');
+    const udp = corednsReply('mid.example.org.', 3000, 'udp', 65535);
+    assert.equal(udp.wire.length, 48044);
+    assert.equal(udp.msg.answer.length, 3000);
+    assert.equal(udp.msg.tc, false);
+    assert.equal(udp.sha, 'd11cc3c5fab554d6a397bb23dd9f9035519d63ba362e917a584dda025a23a0d3');
   });
 
 
