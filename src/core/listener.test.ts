@@ -446,6 +446,50 @@ describe('reload and close', { timeout: 20000 }, () => {
     }
   });
 
+  test('a UDP reply written by the last query in flight arrives: close() waits for its send before closing the socket', async () => {
+    const g = gate();
+    let started = 0;
+    const l = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'held', async serveDNS(req, w) { started++; await g.wait; w.writeMsg(txtReply(req, `last:${req.qname}`)); return 0; } },
+    }));
+    await l.listen();
+    try {
+      // Several, so the replies are written back to back while close() is already waiting.
+      const ex = [51, 52, 53].map((id) => udpExchange(l.port, q(`u${id}.example.`, id), dgram.createSocket('udp4')));
+      while (started < 3) await sleep(5);
+      const closing = l.close(5000);
+      await sleep(20);
+      g.open();
+      const rs = await Promise.all(ex);
+      for (const r of rs) r.sock.close();
+      assert.deepEqual(rs.map((r) => r.reply && txtOf(r.reply)), ['last:u51.example.', 'last:u52.example.', 'last:u53.example.']);
+      await closing;
+    } finally {
+      g.open();
+      await l.close(100);
+    }
+  });
+
+  test('a reply written after close() gave up on its query is dropped quietly', async () => {
+    const g = gate();
+    let wrote: unknown = 'not yet';
+    const l = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'late', async serveDNS(req, w) {
+        await g.wait;
+        try { w.writeMsg(txtReply(req, 'too late')); wrote = undefined; } catch (e) { wrote = e; }
+        return 0;
+      } },
+    }));
+    await l.listen();
+    const { sock } = await udpExchange(l.port, q('late.example.', 61), undefined, 30);
+    try {
+      await l.close(50);
+      g.open();
+      while (wrote === 'not yet') await sleep(5);
+      assert.equal(wrote, undefined);
+    } finally { sock.close(); }
+  });
+
   test('close(grace) gives up on a query that never finishes after the grace period', async () => {
     const l = new DnsListener('127.0.0.1', 0, makeTable({ '.': { name: 'never', serveDNS: () => new Promise<number>(() => { /* never */ }) } }));
     await l.listen();

@@ -133,6 +133,7 @@ export class DnsListener {
     const udp = this.udp, tcp = this.tcp;
     this.udp = undefined;
     this.tcp = undefined;
+    const deadline = Date.now() + graceMs;
     if (tcp) tcp.close();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
@@ -141,7 +142,10 @@ export class DnsListener {
       });
     }
     for (const c of this.conns) c.destroy();
-    if (udp) await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
+    if (udp) {
+      await udpSendsDone(udp, deadline);
+      await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
+    }
   }
 
   private async closeSockets(): Promise<void> {
@@ -150,6 +154,21 @@ export class DnsListener {
     this.tcp = undefined;
     if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
     if (tcp) await new Promise<void>((r) => { tcp.close(() => { r(); }); });
+  }
+}
+
+/**
+ * Until the UDP replies already written have left: Node hands a datagram to the socket only after
+ * a tick (its address goes through an asynchronous lookup) and queues it in libuv while the socket
+ * buffer is full — closing the socket before either drops the reply (the one to the query that
+ * finished last, typically). Nothing is counted per send: one setImmediate lets every pending
+ * lookup callback run, then libuv's own queue count says what is still waiting (polled only when
+ * something is, until `deadline`).
+ */
+async function udpSendsDone(udp: dgram.Socket, deadline: number): Promise<void> {
+  await new Promise<void>((resolve) => { setImmediate(resolve); });
+  while (udp.getSendQueueCount() > 0 && Date.now() < deadline) {
+    await new Promise<void>((resolve) => { setTimeout(resolve, 1); });
   }
 }
 
@@ -163,7 +182,13 @@ class UdpSink implements ReplySink {
     this.address = address;
     this.port = port;
   }
-  send(wire: Uint8Array): void { this.sock.send(wire, this.port, this.address); }
+  send(wire: Uint8Array): void {
+    try {
+      this.sock.send(wire, this.port, this.address);
+    } catch {
+      // The socket closed after the stop grace: the reply has nowhere to go (CoreDNS ignores the write error).
+    }
+  }
 }
 
 /** One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order. */
