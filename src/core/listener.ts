@@ -7,11 +7,23 @@ import net from 'node:net';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { plainAddress } from '../wire/ip.ts';
 
-/** CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the last reply. */
+/**
+ * CoreDNS's TCP timeouts (core/dnsserver ReadTimeout / IdleTimeout, applied by miekg's readTCP):
+ * the first query must have arrived whole within 3 s of the connection, each later one within
+ * 10 s of the previous reply. Each is a fixed deadline set when the read starts: bytes trickling
+ * in do not extend it.
+ */
 export const TCP_READ_TIMEOUT_MS = 3000;
 export const TCP_IDLE_TIMEOUT_MS = 10000;
 /** How long a stopping listener waits for queries in flight (CoreDNS: 5 s). */
 export const GRACEFUL_STOP_MS = 5000;
+
+export interface ListenerOptions {
+  /** Deadline for the first query on a TCP connection, from the accept (default TCP_READ_TIMEOUT_MS). */
+  tcpReadTimeoutMs?: number;
+  /** Deadline for each later query, from the previous reply (default TCP_IDLE_TIMEOUT_MS). */
+  tcpIdleTimeoutMs?: number;
+}
 
 export class DnsListener {
   /** Configured host: '' is the wildcard. */
@@ -26,11 +38,15 @@ export class DnsListener {
   private idleWaiters: Array<() => void> = [];
   /** The configuration asked for port 0: the kernel picks, and UDP and TCP must agree. */
   private requestedPortZero = false;
+  readonly tcpReadTimeoutMs: number;
+  readonly tcpIdleTimeoutMs: number;
 
-  constructor(host: string, port: number, table: ServeTable) {
+  constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
     this.port = port;
     this.table = table;
+    this.tcpReadTimeoutMs = opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
+    this.tcpIdleTimeoutMs = opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
   }
 
   /** Address for socket calls: the wildcard is dual-stack `::` where IPv6 exists. */
@@ -191,12 +207,22 @@ class UdpSink implements ReplySink {
   }
 }
 
-/** One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order. */
+/**
+ * One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order.
+ * Like miekg's serveTCPConn + readTCP, each message read has a fixed deadline from the moment the
+ * read starts (the accept for the first, the previous reply for the others); none applies while a
+ * query is being answered.
+ */
 class TcpConnection implements ReplySink {
   private readonly listener: DnsListener;
   private readonly socket: net.Socket;
   private pending: Buffer | undefined;
   private busy = false;
+  /** A message is being read: the deadline applies (false while one is being answered). */
+  private reading = true;
+  /** The deadline of the current read; re-armed with refresh(), replaced only when its length changes. */
+  private timer: NodeJS.Timeout;
+  private timerMs: number;
   private readonly remoteAddress: string;
   private readonly remotePort: number;
   private readonly localAddress: string;
@@ -209,10 +235,28 @@ class TcpConnection implements ReplySink {
     this.remotePort = socket.remotePort ?? 0;
     this.localAddress = plainAddress(socket.localAddress ?? '');
     this.localPort = socket.localPort ?? 0;
-    socket.setTimeout(TCP_READ_TIMEOUT_MS);
-    socket.on('timeout', () => { socket.destroy(); });
+    this.timerMs = listener.tcpReadTimeoutMs;
+    this.timer = setTimeout(this.onDeadline, this.timerMs).unref();
     socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
+    socket.on('close', () => { clearTimeout(this.timer); });
     socket.on('data', (chunk) => { this.onData(chunk); });
+  }
+
+  /** The read did not complete in time: close quietly (miekg: the read fails, the connection ends). */
+  private readonly onDeadline = (): void => {
+    if (this.reading) this.socket.destroy();
+  };
+
+  /** Start reading the next message: it must be complete within `ms` from now. */
+  private startRead(ms: number): void {
+    this.reading = true;
+    if (ms === this.timerMs) {
+      this.timer.refresh();
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timerMs = ms;
+    this.timer = setTimeout(this.onDeadline, ms).unref();
   }
 
   send(wire: Uint8Array): void {
@@ -231,13 +275,16 @@ class TcpConnection implements ReplySink {
   }
 
   private drain(): void {
-    while (this.pending !== undefined && this.pending.length >= 2) {
-      const len = this.pending.readUInt16BE(0);
-      if (this.pending.length < len + 2) return;
-      const frame = this.pending.subarray(2, len + 2);
-      this.pending = this.pending.length === len + 2 ? undefined : this.pending.subarray(len + 2);
-      // No read deadline while a query is being answered; the idle clock restarts after the reply.
-      this.socket.setTimeout(0);
+    let served = false;
+    for (;;) {
+      const pending = this.pending;
+      if (pending === undefined || pending.length < 2) break;
+      const len = pending.readUInt16BE(0);
+      if (pending.length < len + 2) break; // the read goes on, under the deadline it started with
+      const frame = pending.subarray(2, len + 2);
+      this.pending = pending.length === len + 2 ? undefined : pending.subarray(len + 2);
+      // No read deadline while a query is being answered; the next read's starts after the reply.
+      this.reading = false;
       const l = this.listener;
       const p = serveMessage(l.table, frame, 'tcp', this.remoteAddress, this.remotePort,
         this.localAddress, this.localPort, this);
@@ -247,14 +294,15 @@ class TcpConnection implements ReplySink {
         p.then(() => { this.resume(); }, () => { this.resume(); });
         return;
       }
-      this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+      served = true;
     }
+    if (served) this.startRead(this.listener.tcpIdleTimeoutMs);
   }
 
   private resume(): void {
     this.busy = false;
     if (this.socket.destroyed) return;
-    this.socket.setTimeout(TCP_IDLE_TIMEOUT_MS);
+    this.startRead(this.listener.tcpIdleTimeoutMs);
     this.drain();
   }
 }
