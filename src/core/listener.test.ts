@@ -317,6 +317,86 @@ describe('TCP framing', { timeout: 20000 }, () => {
 
 // ---------------------------------------------------------------- UDP
 
+describe('TCP deadlines (miekg readTCP: fixed per message, from the start of the read)', { timeout: 20000 }, () => {
+  // Short injected timeouts; CoreDNS's are 3 s and 10 s (a client sending one byte every 2 s was closed
+  // at 3.0 s by 1.14.7, and at 10.0 s after the reply when it dripped its second query).
+  const READ = 300, IDLE = 600;
+  let listener: DnsListener;
+  before(async () => {
+    listener = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'maybe-slow', async serveDNS(req, w) {
+        if (req.qname.startsWith('slow.')) await sleep(IDLE + 300);
+        w.writeMsg(txtReply(req, req.qname));
+        return 0;
+      } },
+    }), { tcpReadTimeoutMs: READ, tcpIdleTimeoutMs: IDLE });
+    await listener.listen();
+  });
+  after(async () => { await listener.close(100); });
+
+  /** Writes `bytes` one at a time every `everyMs` until done or the connection closes. */
+  async function drip(c: TcpClient, bytes: Buffer, everyMs: number): Promise<void> {
+    for (let i = 0; i < bytes.length && !c.closed; i++) {
+      c.sock.write(bytes.subarray(i, i + 1));
+      await sleep(everyMs);
+    }
+  }
+
+  test('a first query trickling in is cut off at the read deadline, however often bytes arrive', async () => {
+    const c = await TcpClient.connect(listener.port);
+    try {
+      const t0 = Date.now();
+      void drip(c, frame(q('drip.example.', 71)), 50);
+      assert.equal(await c.waitClosed(3000), true, 'the connection stays open while bytes keep coming');
+      const took = Date.now() - t0;
+      assert.ok(took >= READ - 20 && took < READ + 400, `closed after ${took} ms`);
+      assert.equal(c.received, 0);
+    } finally { c.destroy(); }
+  });
+
+  test('a later query trickling in is cut off at the idle deadline, counted from the previous reply', async () => {
+    const c = await TcpClient.connect(listener.port);
+    try {
+      await c.write(frame(q('first.example.', 72)));
+      await c.waitFor(1);
+      const t0 = Date.now();
+      void drip(c, frame(q('drip.example.', 73)), 50);
+      assert.equal(await c.waitClosed(3000), true);
+      const took = Date.now() - t0;
+      assert.ok(took >= IDLE - 20 && took < IDLE + 400, `closed after ${took} ms`);
+      assert.equal(c.replies.length, 1);
+    } finally { c.destroy(); }
+  });
+
+  test('later queries get the idle deadline, not the first-read one; no deadline while a query is answered', async () => {
+    const c = await TcpClient.connect(listener.port);
+    try {
+      await c.write(frame(q('a.example.', 74)));
+      await c.waitFor(1);
+      await sleep(READ + 100); // past the read timeout, within the idle one
+      await c.write(frame(q('slow.example.', 75))); // answered after more than IDLE
+      await c.waitFor(2, 3000);
+      await sleep(READ + 100);
+      await c.write(frame(q('b.example.', 76)));
+      const rs = await c.waitFor(3);
+      assert.deepEqual(rs.map(txtOf), ['a.example.', 'slow.example.', 'b.example.']);
+      assert.equal(c.closed, false);
+      // And a query split in two, both halves within the deadline: answered.
+      const f = frame(q('split.example.', 77));
+      await c.write(f.subarray(0, 5));
+      await sleep(IDLE / 3);
+      await c.write(f.subarray(5));
+      assert.equal(txtOf((await c.waitFor(4))[3]!), 'split.example.');
+    } finally { c.destroy(); }
+  });
+
+  test('the defaults are CoreDNS\'s', () => {
+    const l = new DnsListener('127.0.0.1', 0, makeTable({}));
+    assert.equal(l.tcpReadTimeoutMs, 3000);
+    assert.equal(l.tcpIdleTimeoutMs, 10000);
+  });
+});
+
 describe('UDP', { timeout: 20000 }, () => {
   let listener: DnsListener;
   const seen: Seen[] = [];
@@ -444,6 +524,50 @@ describe('reload and close', { timeout: 20000 }, () => {
       client.close();
       await l.close(100);
     }
+  });
+
+  test('a UDP reply written by the last query in flight arrives: close() waits for its send before closing the socket', async () => {
+    const g = gate();
+    let started = 0;
+    const l = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'held', async serveDNS(req, w) { started++; await g.wait; w.writeMsg(txtReply(req, `last:${req.qname}`)); return 0; } },
+    }));
+    await l.listen();
+    try {
+      // Several, so the replies are written back to back while close() is already waiting.
+      const ex = [51, 52, 53].map((id) => udpExchange(l.port, q(`u${id}.example.`, id), dgram.createSocket('udp4')));
+      while (started < 3) await sleep(5);
+      const closing = l.close(5000);
+      await sleep(20);
+      g.open();
+      const rs = await Promise.all(ex);
+      for (const r of rs) r.sock.close();
+      assert.deepEqual(rs.map((r) => r.reply && txtOf(r.reply)), ['last:u51.example.', 'last:u52.example.', 'last:u53.example.']);
+      await closing;
+    } finally {
+      g.open();
+      await l.close(100);
+    }
+  });
+
+  test('a reply written after close() gave up on its query is dropped quietly', async () => {
+    const g = gate();
+    let wrote: unknown = 'not yet';
+    const l = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'late', async serveDNS(req, w) {
+        await g.wait;
+        try { w.writeMsg(txtReply(req, 'too late')); wrote = undefined; } catch (e) { wrote = e; }
+        return 0;
+      } },
+    }));
+    await l.listen();
+    const { sock } = await udpExchange(l.port, q('late.example.', 61), undefined, 30);
+    try {
+      await l.close(50);
+      g.open();
+      while (wrote === 'not yet') await sleep(5);
+      assert.equal(wrote, undefined);
+    } finally { sock.close(); }
   });
 
   test('close(grace) gives up on a query that never finishes after the grace period', async () => {

@@ -8,15 +8,25 @@ import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { plainAddress } from '../wire/ip.ts';
 
 /**
- * CoreDNS's TCP timeouts: first query within 3 s, later ones within 10 s of the
- * last reply, a reply handed to the kernel within 5 s. The `timeouts` plugin
- * overrides them per address (ServeTable's ConnectionLimits).
+ * CoreDNS's TCP timeouts (core/dnsserver ReadTimeout / IdleTimeout, applied by miekg's readTCP):
+ * the first query must have arrived whole within 3 s of the connection, each later one within
+ * 10 s of the previous reply. Each is a fixed deadline set when the read starts: bytes trickling
+ * in do not extend it.
+ * The `timeouts` plugin overrides the read and idle times per address (ServeTable's ConnectionLimits), and a
+ * reply must be handed to the kernel within the write timeout (5 s).
  */
 export const TCP_READ_TIMEOUT_MS = 3000;
 export const TCP_IDLE_TIMEOUT_MS = 10000;
 export const TCP_WRITE_TIMEOUT_MS = 5000;
 /** How long a stopping listener waits for queries in flight (CoreDNS: 5 s). */
 export const GRACEFUL_STOP_MS = 5000;
+
+export interface ListenerOptions {
+  /** Deadline for the first query on a TCP connection, from the accept (default TCP_READ_TIMEOUT_MS). */
+  tcpReadTimeoutMs?: number;
+  /** Deadline for each later query, from the previous reply (default TCP_IDLE_TIMEOUT_MS). */
+  tcpIdleTimeoutMs?: number;
+}
 
 export class DnsListener {
   /** Configured host: '' is the wildcard. */
@@ -31,11 +41,15 @@ export class DnsListener {
   private idleWaiters: Array<() => void> = [];
   /** The configuration asked for port 0: the kernel picks, and UDP and TCP must agree. */
   private requestedPortZero = false;
+  readonly tcpReadTimeoutMs: number;
+  readonly tcpIdleTimeoutMs: number;
 
-  constructor(host: string, port: number, table: ServeTable) {
+  constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
     this.port = port;
     this.table = table;
+    this.tcpReadTimeoutMs = opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
+    this.tcpIdleTimeoutMs = opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
   }
 
   /** Address for socket calls: the wildcard is dual-stack `::` where IPv6 exists. */
@@ -138,6 +152,7 @@ export class DnsListener {
     const udp = this.udp, tcp = this.tcp;
     this.udp = undefined;
     this.tcp = undefined;
+    const deadline = Date.now() + graceMs;
     if (tcp) tcp.close();
     if (this.inflight > 0) {
       await new Promise<void>((resolve) => {
@@ -146,7 +161,10 @@ export class DnsListener {
       });
     }
     for (const c of this.conns) c.destroy();
-    if (udp) await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
+    if (udp) {
+      await udpSendsDone(udp, deadline);
+      await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
+    }
   }
 
   private async closeSockets(): Promise<void> {
@@ -155,6 +173,21 @@ export class DnsListener {
     this.tcp = undefined;
     if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
     if (tcp) await new Promise<void>((r) => { tcp.close(() => { r(); }); });
+  }
+}
+
+/**
+ * Until the UDP replies already written have left: Node hands a datagram to the socket only after
+ * a tick (its address goes through an asynchronous lookup) and queues it in libuv while the socket
+ * buffer is full — closing the socket before either drops the reply (the one to the query that
+ * finished last, typically). Nothing is counted per send: one setImmediate lets every pending
+ * lookup callback run, then libuv's own queue count says what is still waiting (polled only when
+ * something is, until `deadline`).
+ */
+async function udpSendsDone(udp: dgram.Socket, deadline: number): Promise<void> {
+  await new Promise<void>((resolve) => { setImmediate(resolve); });
+  while (udp.getSendQueueCount() > 0 && Date.now() < deadline) {
+    await new Promise<void>((resolve) => { setTimeout(resolve, 1); });
   }
 }
 
@@ -168,15 +201,31 @@ class UdpSink implements ReplySink {
     this.address = address;
     this.port = port;
   }
-  send(wire: Uint8Array): void { this.sock.send(wire, this.port, this.address); }
+  send(wire: Uint8Array): void {
+    try {
+      this.sock.send(wire, this.port, this.address);
+    } catch {
+      // The socket closed after the stop grace: the reply has nowhere to go (CoreDNS ignores the write error).
+    }
+  }
 }
 
-/** One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order. */
+/**
+ * One DNS-over-TCP connection: length-framed messages served strictly one at a time, in order.
+ * Like miekg's serveTCPConn + readTCP, each message read has a fixed deadline from the moment the
+ * read starts (the accept for the first, the previous reply for the others); none applies while a
+ * query is being answered.
+ */
 class TcpConnection implements ReplySink {
   private readonly listener: DnsListener;
   private readonly socket: net.Socket;
   private pending: Buffer | undefined;
   private busy = false;
+  /** A message is being read: the deadline applies (false while one is being answered). */
+  private reading = true;
+  /** The deadline of the current read; re-armed with refresh(), replaced only when its length changes. */
+  private timer: NodeJS.Timeout;
+  private timerMs: number;
   private readonly remoteAddress: string;
   private readonly remotePort: number;
   private readonly localAddress: string;
@@ -194,10 +243,31 @@ class TcpConnection implements ReplySink {
     this.remotePort = socket.remotePort ?? 0;
     this.localAddress = plainAddress(socket.localAddress ?? '');
     this.localPort = socket.localPort ?? 0;
-    socket.setTimeout(listener.table.readTimeoutMs ?? TCP_READ_TIMEOUT_MS);
-    socket.on('timeout', () => { socket.destroy(); });
+    this.timerMs = listener.table.readTimeoutMs ?? listener.tcpReadTimeoutMs;
+    this.timer = setTimeout(this.onDeadline, this.timerMs).unref();
     socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
+    socket.on('close', () => { clearTimeout(this.timer); if (this.writeTimer !== undefined) clearTimeout(this.writeTimer); });
     socket.on('data', (chunk) => { this.onData(chunk); });
+  }
+
+  /** The read did not complete in time: close quietly (miekg: the read fails, the connection ends). */
+  private readonly onDeadline = (): void => {
+    if (this.reading) this.socket.destroy();
+  };
+
+  /** The idle time before a later query must have arrived: the `timeouts` plugin's, else the listener's. */
+  private idleMs(): number { return this.listener.table.idleTimeoutMs ?? this.listener.tcpIdleTimeoutMs; }
+
+  /** Start reading the next message: it must be complete within `ms` from now. */
+  private startRead(ms: number): void {
+    this.reading = true;
+    if (ms === this.timerMs) {
+      this.timer.refresh();
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timerMs = ms;
+    this.timer = setTimeout(this.onDeadline, ms).unref();
   }
 
   send(wire: Uint8Array): void {
@@ -246,13 +316,16 @@ class TcpConnection implements ReplySink {
   }
 
   private drain(): void {
-    while (this.pending !== undefined && this.pending.length >= 2) {
-      const len = this.pending.readUInt16BE(0);
-      if (this.pending.length < len + 2) return;
-      const frame = this.pending.subarray(2, len + 2);
-      this.pending = this.pending.length === len + 2 ? undefined : this.pending.subarray(len + 2);
-      // No read deadline while a query is being answered; the idle clock restarts after the reply.
-      this.socket.setTimeout(0);
+    let served = false;
+    for (;;) {
+      const pending = this.pending;
+      if (pending === undefined || pending.length < 2) break;
+      const len = pending.readUInt16BE(0);
+      if (pending.length < len + 2) break; // the read goes on, under the deadline it started with
+      const frame = pending.subarray(2, len + 2);
+      this.pending = pending.length === len + 2 ? undefined : pending.subarray(len + 2);
+      // No read deadline while a query is being answered; the next read's starts after the reply.
+      this.reading = false;
       this.served++;
       const l = this.listener;
       const p = serveMessage(l.table, frame, 'tcp', this.remoteAddress, this.remotePort,
@@ -263,15 +336,16 @@ class TcpConnection implements ReplySink {
         p.then(() => { this.resume(); }, () => { this.resume(); });
         return;
       }
+      served = true;
       if (this.limitReached()) return;
-      this.socket.setTimeout(l.table.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS);
     }
+    if (served) this.startRead(this.idleMs());
   }
 
   private resume(): void {
     this.busy = false;
     if (this.socket.destroyed || this.limitReached()) return;
-    this.socket.setTimeout(this.listener.table.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS);
+    this.startRead(this.idleMs());
     this.drain();
   }
 }

@@ -6,6 +6,7 @@
 import { test, describe, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import dnsPacket from 'dns-packet';
 import { serveMessage, type ReplySink, type RoutedBlock, type ServeTable } from './serve.ts';
 import type { Request, Transport } from './request.ts';
@@ -434,6 +435,87 @@ describe('header checks (miekg/dns acceptfunc and serveDNS)', () => {
     assert.equal(h.calls, 0);
   });
 
+  test('a question cut short after its name or its qtype: class/type 0, so REFUSED with that question (CoreDNS 1.14.7 bytes)', () => {
+    // miekg's unpackQuestion stops where the message ends and leaves the rest of the question 0;
+    // CoreDNS then refuses class 0. The replies are what 1.14.7 sent for these exact queries.
+    const nameOnly = Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 0), wname('example.org.')]);
+    assert.deepEqual(serve(t, nameOnly).sink.sent, [Buffer.from('123481050001000000000000076578616d706c65036f72670000000000', 'hex')]);
+    const withType = Buffer.concat([nameOnly, u16(RRType.A)]);
+    assert.deepEqual(serve(t, withType).sink.sent, [Buffer.from('123481050001000000000000076578616d706c65036f72670000010000', 'hex')]);
+    assert.deepEqual(t.dropped.map((d) => d.rcode), [Rcode.REFUSED, Rcode.REFUSED]);
+    // Half a qtype, or a name running past the end, is still FORMERR without a question.
+    for (const cut of [Buffer.concat([nameOnly, Buffer.from([0])]), nameOnly.subarray(0, nameOnly.length - 3)]) {
+      assert.deepEqual(serve(t, cut).sink.sent, [Buffer.from('123481010000000000000000', 'hex')]);
+    }
+    // With chaos/forward loaded, class 0 passes the class check: the chain sees type 0, class 0.
+    const seen: Seen[] = [];
+    const chaos = makeTable({ '.': answering('chaos', seen) }, { classChaos: true });
+    const r = only(serve(chaos, nameOnly));
+    assert.deepEqual(r.question, [{ name: 'example.org.', type: 0, class: 0 }]);
+    assert.equal(seen.length, 1);
+    assert.equal(h.calls, 0);
+  });
+
+  test('section counts above the records present: ignored when the message ends after a whole record (CoreDNS 1.14.7 bytes)', () => {
+    // example.org is under no zone: the server's REFUSED shows what was decoded (question, OPT echo).
+    const net = makeTable({ 'example.net.': answering('net') });
+    const q = Buffer.concat([wname('example.org.'), A_IN]);
+    const opt = Buffer.from('00002904d000008000000400030000', 'hex'); // 1232, DO, NSID
+    const refused = '123481050001000000000000076578616d706c65036f72670000010001';
+    const cases: Array<[Buffer, string]> = [
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 0), q]), refused],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 1, 2), q]), refused],
+      // ARCOUNT 2, one OPT: used, so echoed (size, DO, NSID).
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt]),
+        '123481050001000000000001076578616d706c65036f7267000001000100002904d000008000000400030000'],
+      // NSCOUNT 1: the OPT is read as the authority record, so there is no EDNS.
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 1, 2), q, opt]), refused],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 1), q, opt]), refused],
+    ];
+    const formerr = '123481010001000000000000076578616d706c65036f72670000010001';
+    const half: Array<[Buffer, string]> = [
+      // A count that runs into half a record: FORMERR with the question.
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt, Buffer.from([0])]), formerr],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt, Buffer.from('0000010001000000', 'hex')]), formerr],
+      [Buffer.concat([header(0x1234, 0x0100, 1, 1, 0, 0), q, Buffer.from([0xc0, 12])]), formerr],
+    ];
+    for (const [wire, want] of [...cases, ...half]) {
+      assert.deepEqual(serve(net, wire).sink.sent, [Buffer.from(want, 'hex')], wire.toString('hex'));
+    }
+    // And the chain runs for such a query.
+    const seen: Seen[] = [];
+    const org = makeTable({ 'example.org.': answering('org', seen) });
+    const r = only(serve(org, Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), q, opt])));
+    assert.equal(txtLabel(r), 'org');
+    assert.deepEqual(ednsView(r.edns), { udpSize: 1232, version: 0, do: true, z: 0, options: ['3:'] });
+  });
+
+  test('two OPT records: the last one is used — size, DO, options, version (CoreDNS 1.14.7 bytes)', () => {
+    const net = makeTable({ 'example.net.': answering('net') });
+    const q = Buffer.concat([header(0x1234, 0x0100, 1, 0, 0, 2), wname('example.org.'), A_IN]);
+    const a = Buffer.from('00002910000000800000040003' + '0000', 'hex'); // 4096, DO, NSID
+    const b = Buffer.from('00002904d000000000000c000a00080102030405060708', 'hex'); // 1232, COOKIE
+    const v1 = Buffer.from('0000290200000100000000', 'hex'); // 512, version 1
+    const cases: Array<[Buffer[], string]> = [
+      [[a, b], '123481050001000000000001076578616d706c65036f7267000001000100002904d000000000000c000a00080102030405060708'],
+      [[b, a], '123481050001000000000001076578616d706c65036f72670000010001000029100000008000000400030000'],
+      [[v1, b], '123481050001000000000001076578616d706c65036f7267000001000100002904d000000000000c000a00080102030405060708'],
+      // The last OPT has version 1: BADVERS.
+      [[b, v1], '123481000001000000000001076578616d706c65036f726700000100010000290000010000000000'],
+    ];
+    for (const [opts, want] of cases) {
+      assert.deepEqual(serve(net, Buffer.concat([q, ...opts])).sink.sent, [Buffer.from(want, 'hex')], want);
+    }
+    // The chain sees the last OPT as the request's EDNS; the reply carries only that one.
+    const seen: Seen[] = [];
+    let size = 0;
+    const org = makeTable({ 'example.org.': { name: 'size', serveDNS(req, w) { size = req.size; return answering('org', seen).serveDNS(req, w); } } });
+    const r = only(serve(org, Buffer.concat([q, b, a])));
+    assert.equal(size, 4096);
+    assert.deepEqual(ednsView(r.edns), { udpSize: 4096, version: 0, do: true, z: 0, options: ['3:'] });
+    assert.deepEqual(r.additional, []);
+  });
+
   test('a record that fails to unpack: FORMERR with the question parsed so far, no other records', () => {
     const question = Buffer.concat([wname('Example.org.'), A_IN]);
     // An answer record whose rdlength runs past the end of the message.
@@ -789,6 +871,68 @@ describe('fitting the reply to the client (Scrub)', () => {
     const edns = big(100, { edns: { udpSize: 512 } }, 'tcp');
     assert.equal(edns.msg.answer.length, 100);
     assert.equal(edns.msg.tc, false);
+  });
+
+  // The replies CoreDNS 1.14.7 sent for `hosts` files giving big.example.org 4500 and mid.example.org
+  // 3000 addresses (10.0.0.0, 10.0.0.1, …): length, counts and the SHA-256 of the whole reply.
+  // Query: id 0x1234, RD, one question, with or without OPT (version 0, no flags, no options).
+  function hostsLike(n: number): Handler {
+    return {
+      name: 'hosts',
+      serveDNS(req, w) {
+        const r = replyTo(req.msg);
+        r.aa = true;
+        for (let i = 0; i < n; i++) {
+          r.answer.push({ name: req.qname, type: RRType.A, class: RRClass.IN, ttl: 3600, data: { address: `10.0.${i >> 8}.${i & 255}` } });
+        }
+        w.writeMsg(r);
+        return Rcode.NOERROR;
+      },
+    };
+  }
+  function corednsReply(name: string, n: number, proto: Transport, udpSize?: number): { wire: Buffer; msg: Message; sha: string } {
+    const t = makeTable({ '.': hostsLike(n) });
+    const s = serve(t, query(name, RRType.A, udpSize === undefined ? {} : { edns: { udpSize } }), { proto });
+    assert.equal(s.sink.sent.length, 1);
+    assert.equal(t.panics, 0);
+    assert.deepEqual(logLines, []);
+    const wire = s.sink.sent[0]!;
+    return { wire, msg: decodeMessage(wire), sha: createHash('sha256').update(wire).digest('hex') };
+  }
+
+  test('a reply over 65535 octets uncompressed is truncated, not an error: exactly CoreDNS\'s record count and bytes', () => {
+    // dig +tcp: "flags: qr aa tc rd; ANSWER: 4093", 65521 bytes (4092 and 65528 with dig's cookie).
+    const tcp = corednsReply('big.example.org.', 4500, 'tcp');
+    assert.equal(tcp.wire.length, 65521);
+    assert.equal(tcp.msg.answer.length, 4093);
+    assert.equal(tcp.msg.tc, true);
+    assert.equal(tcp.sha, 'e29545a61fb446e3b8fcf83bd4f0d3558325411856bd549ac6e678b6da032b2e');
+    const tcpEdns = corednsReply('big.example.org.', 4500, 'tcp', 65535);
+    assert.equal(tcpEdns.wire.length, 65532);
+    assert.equal(tcpEdns.msg.answer.length, 4093);
+    assert.equal(tcpEdns.sha, '1d7657de9a67f0bf9470f8ca451aa34d7855ea2218b661a56de5ec8c792cd686');
+    // UDP with a large EDNS size: cut to that size (kdig +bufsize=65000: ANSWER 4059, 64988 bytes).
+    const udp = corednsReply('big.example.org.', 4500, 'udp', 65000);
+    assert.equal(udp.wire.length, 64988);
+    assert.equal(udp.msg.answer.length, 4059);
+    assert.equal(udp.msg.tc, true);
+    assert.equal(udp.sha, 'ef5a30bc10e98814130e8b4b478efce960cbc72897c3212177b9df725a561606');
+    // EDNS 65535 over UDP: the same reply as over TCP, which no UDP socket can send (EMSGSIZE: neither
+    // CoreDNS nor nodens delivers it; kdig +bufsize=65535 times out against both).
+    assert.equal(corednsReply('big.example.org.', 4500, 'udp', 65535).sha, tcpEdns.sha);
+  });
+
+  test('a reply that fits 65535 octets only compressed goes out compressed and whole (CoreDNS bytes)', () => {
+    const tcp = corednsReply('mid.example.org.', 3000, 'tcp');
+    assert.equal(tcp.wire.length, 48033);
+    assert.equal(tcp.msg.answer.length, 3000);
+    assert.equal(tcp.msg.tc, false);
+    assert.equal(tcp.sha, '33d3ec1a70908840e1ba57e3f3067a44f093f5c153c686e649aeb12c1c48d135');
+    const udp = corednsReply('mid.example.org.', 3000, 'udp', 65535);
+    assert.equal(udp.wire.length, 48044);
+    assert.equal(udp.msg.answer.length, 3000);
+    assert.equal(udp.msg.tc, false);
+    assert.equal(udp.sha, 'd11cc3c5fab554d6a397bb23dd9f9035519d63ba362e917a584dda025a23a0d3');
   });
 
 

@@ -7,9 +7,14 @@
 //
 // Compatibility decisions (miekg/dns Unpack as reference):
 // - Trailing bytes after the last record are ignored, as miekg does.
+// - A question cut short by the end of the message, right after its name or right after its qtype,
+//   decodes with type / class 0 for the missing fields (miekg's unpackQuestion: CoreDNS then
+//   answers REFUSED for class 0). Half a field, or a name running past the end, is SHORT.
 // - A message that ends right after the 12-byte header decodes to the header with empty sections
-//   whatever its counts say (miekg: servers send such REFUSED replies). Otherwise section counts
-//   larger than the data are an error (SHORT) — miekg silently stops; we are stricter.
+//   whatever its counts say (miekg: servers send such REFUSED replies). Likewise a message that
+//   ends exactly after a question or a record: the sections stop there and the counts that promised
+//   more are ignored (miekg's unpackRRslice, "l is a lie"). A count that runs into half a record,
+//   or a QDCOUNT promising a question that is not there, is SHORT.
 // - Compression pointers must point strictly backwards (below the start of the name being read,
 //   and below every earlier pointer target of that name) and not into the header: loops are
 //   impossible. At most 126 pointers per name.
@@ -18,8 +23,11 @@
 // - Types without a structured form become OpaqueData (RFC 3597). For the types whose rdata
 //   names may have been compressed by the sender (MINFO, RP, AFSDB, RT, PX, KX, NXT) the names are
 //   decompressed so `raw` is self-contained.
-// - The OPT record in the additional section is lifted into `msg.edns`; a second one is a
-//   WireError DUPLICATE_OPT (FORMERR). OPT records in other sections are left as OpaqueData.
+// - The OPT record in the additional section is lifted into `msg.edns`. With more than one, the
+//   last is lifted (miekg's IsEdns0 searches from the end: its size, DO, version, options and
+//   extended rcode are the message's) and the earlier ones stay in `additional` as OpaqueData
+//   records of type 41 (miekg keeps them in Extra; forward sends them on). OPT records in other
+//   sections are left as OpaqueData.
 
 import { WireError } from './error.ts';
 import { formatIPv4, formatIPv6 } from './ip.ts';
@@ -464,6 +472,28 @@ function readOpt(name: string, cls: number, ttl: number, end: number): Edns {
   return edns;
 }
 
+// qtype and qclass of the question last read by readQuestionTail
+let QT = 0;
+let QC = 0;
+
+/**
+ * Reads the qtype and qclass after a question name into QT / QC. A question cut short by the end
+ * of the message — after its name, or after its qtype — gets 0 for what is missing, as miekg's
+ * unpackQuestion does; half a field is SHORT (a name running past the end already was).
+ */
+function readQuestionTail(): void {
+  QT = 0;
+  QC = 0;
+  if (P === N) return;
+  if (P + 2 > N) throw short();
+  QT = u16(P);
+  P += 2;
+  if (P === N) return;
+  if (P + 2 > N) throw short();
+  QC = u16(P);
+  P += 2;
+}
+
 function newMsgFromHeader(): Message {
   const b1 = B[2];
   const b2 = B[3];
@@ -506,18 +536,27 @@ export function decodeMessage(buf: Uint8Array): Message {
   try {
     for (let i = 0; i < qd; i++) {
       const name = readName(false);
-      if (P + 4 > N) throw short();
-      const q: Question = { name, type: u16(P), class: u16(P + 2) };
-      P += 4;
+      readQuestionTail();
+      const q: Question = { name, type: QT, class: QC };
       msg.question.push(q);
     }
-    for (let i = 0; i < an; i++) msg.answer.push(readRecord());
-    for (let i = 0; i < ns; i++) msg.authority.push(readRecord());
-    for (let i = 0; i < ar; i++) {
+    // A message that ends exactly after a record has no more records, whatever the counts say
+    // (miekg: "dh.Ancount is a lie"); a count that runs into half a record is SHORT.
+    for (let i = 0; i < an && P < N; i++) msg.answer.push(readRecord());
+    for (let i = 0; i < ns && P < N; i++) msg.authority.push(readRecord());
+    let optAt = -1; // wire offset of the OPT lifted into msg.edns
+    let optIndex = 0; // where in msg.additional it stood
+    let optExt = 0;
+    for (let i = 0; i < ar && P < N; i++) {
       const start = P;
       skipName();
       if (P + 10 <= N && u16(P) === 41) {
-        // OPT
+        // OPT. With several, the last is the message's (miekg IsEdns0 searches from the end);
+        // the earlier ones stay in the additional section as plain records.
+        if (optAt >= 0) {
+          P = optAt;
+          msg.additional.splice(optIndex, 0, readRecord());
+        }
         P = start;
         const name = readName(false);
         const p = P;
@@ -526,15 +565,17 @@ export function decodeMessage(buf: Uint8Array): Message {
         const end = p + 10 + u16(p + 8);
         if (end > N) throw short();
         P = p + 10;
-        if (msg.edns !== undefined) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
         msg.edns = readOpt(name, cls, ttl, end);
-        msg.rcode |= (ttl >>> 24) << 4;
+        optAt = start;
+        optIndex = msg.additional.length;
+        optExt = ttl >>> 24;
         P = end;
       } else {
         P = start;
         msg.additional.push(readRecord());
       }
     }
+    if (optAt >= 0) msg.rcode |= optExt << 4;
   } catch (e) {
     const partial = newMsgFromHeader();
     partial.question = msg.question;
@@ -563,12 +604,12 @@ export interface QueryFacts {
   ancount: number;
   nscount: number;
   arcount: number;
-  /** An OPT record was found in the additional section. */
+  /** An OPT record was found in the additional section (the facts are the last one's, as decodeMessage's edns). */
   edns: boolean;
   udpSize: number;
   do: boolean;
   ednsVersion: number;
-  /** Offset of the first byte of the OPT record (when edns), else -1. */
+  /** Offset of the first byte of the OPT record (when edns; the last one when there are several), else -1. */
   optStart: number;
 }
 
@@ -590,10 +631,9 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
     const ns = u16(8);
     const ar = u16(10);
     const qname = readName(true);
-    if (P + 4 > N) throw short();
-    const qtype = u16(P);
-    const qclass = u16(P + 2);
-    P += 4;
+    readQuestionTail();
+    const qtype = QT;
+    const qclass = QC;
     const questionEnd = P;
     const facts: QueryFacts = {
       id: u16(0), flags: u16(2), qname, qtype, qclass, questionEnd,
@@ -603,18 +643,16 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
     if (ar === 0) return facts;
     for (let i = 1; i < qd; i++) {
       skipName();
-      P += 4;
-      if (P > N) throw short();
+      readQuestionTail();
     }
     const skip = an + ns;
-    for (let i = 0; i < skip + ar; i++) {
+    for (let i = 0; i < skip + ar && P < N; i++) {
       const start = P;
       skipName();
       if (P + 10 > N) throw short();
       const end = P + 10 + u16(P + 8);
       if (end > N) throw short();
       if (i >= skip && u16(P) === 41) {
-        if (facts.edns) throw new WireError('DUPLICATE_OPT', 'dns: more than one OPT record');
         facts.edns = true;
         facts.udpSize = u16(P + 2);
         facts.ednsVersion = B[P + 5];

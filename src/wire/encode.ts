@@ -445,27 +445,46 @@ function checkRcode(msg: Message): void {
   if (msg.rcode > 0xf && msg.edns === undefined) {
     throw new WireError('BAD_VALUE', 'dns: extended rcode needs an OPT record (msg.edns)');
   }
-  if (msg.question.length > 0xffff || msg.answer.length > 0xffff || msg.authority.length > 0xffff ||
-    msg.additional.length > 0xfffe) throw tooLong();
+  if (msg.question.length > 0xffff) throw tooLong();
 }
 
-/** Encodes into the scratch buffer; returns the length. */
-function encodeScratch(msg: Message, compress: boolean): number {
+/** More records than a header can count: such a message is also longer than MAX_MSG. */
+function tooManyRecords(msg: Message): boolean {
+  return msg.answer.length > 0xffff || msg.authority.length > 0xffff || msg.additional.length > 0xfffe;
+}
+
+/**
+ * Encodes into the scratch buffer; returns the length. A message longer than MAX_MSG throws
+ * TOO_LONG — or, with `stopAbove`, is written only until it is known to be: the return value is
+ * then above MAX_MSG (not the full length) and the scratch holds no message.
+ */
+function encodeScratch(msg: Message, compress: boolean, stopAbove: boolean): number {
   checkRcode(msg);
+  if (tooManyRecords(msg)) {
+    if (stopAbove) return MAX_MSG + 1;
+    throw tooLong();
+  }
   COMPRESS = compress;
   if (compress) CT.clear();
   O = 12;
   try {
     for (let i = 0; i < msg.question.length; i++) writeQuestion(msg.question[i]);
-    for (let i = 0; i < msg.answer.length; i++) writeRecord(msg.answer[i]);
-    for (let i = 0; i < msg.authority.length; i++) writeRecord(msg.authority[i]);
-    for (let i = 0; i < msg.additional.length; i++) writeRecord(msg.additional[i]);
+    for (let s = 0; s < 3; s++) {
+      const rrs = s === 0 ? msg.answer : s === 1 ? msg.authority : msg.additional;
+      for (let i = 0; i < rrs.length; i++) {
+        if (O > MAX_MSG && stopAbove) return O;
+        writeRecord(rrs[i]);
+      }
+    }
     if (msg.edns !== undefined) writeOpt(msg.edns, msg.rcode);
   } catch (e) {
     if (e instanceof WireError) throw e;
     throw new WireError('BAD_VALUE', 'dns: cannot encode message: ' + String(e));
   }
-  if (O > MAX_MSG) throw tooLong();
+  if (O > MAX_MSG) {
+    if (stopAbove) return O;
+    throw tooLong();
+  }
   writeHeader(msg, msg.tc, msg.answer.length, msg.authority.length, msg.additional.length + (msg.edns ? 1 : 0));
   return O;
 }
@@ -478,18 +497,27 @@ function copyOut(len: number): Buffer {
 
 /** Encodes `msg`; returns a fresh Buffer of the exact length. Throws WireError on unencodable values. */
 export function encodeMessage(msg: Message, opts?: { compress?: boolean }): Buffer {
-  const len = encodeScratch(msg, opts?.compress === true);
+  const len = encodeScratch(msg, opts?.compress === true, false);
   return copyOut(len);
 }
 
-/** The message last encoded into the scratch buffer (by messageLength), copied out. Internal. */
+/** The message last encoded into the scratch buffer (by plainLengthWithin), copied out. Internal. */
 export function copyLastEncoded(len: number): Buffer {
   return copyOut(len);
 }
 
-/** Exact wire length of `msg` with or without compression. */
+/** Exact wire length of `msg` with or without compression. Throws TOO_LONG above 65535 octets. */
 export function messageLength(msg: Message, compress: boolean): number {
-  return encodeScratch(msg, compress);
+  return encodeScratch(msg, compress, false);
+}
+
+/**
+ * The uncompressed wire length of `msg` when it is at most 65535 octets (the message is then in
+ * the scratch buffer for copyLastEncoded); otherwise some number above 65535, without encoding the
+ * rest — such a message can still go out compressed or truncated (truncate.ts). Internal.
+ */
+export function plainLengthWithin(msg: Message): number {
+  return encodeScratch(msg, false, true);
 }
 
 /**
@@ -499,7 +527,7 @@ export function messageLength(msg: Message, compress: boolean): number {
  * re-appended. Returns the wire and whether records were dropped.
  */
 export function encodeTruncated(msg: Message, size: number): { wire: Buffer; truncated: boolean } {
-  checkRcode(msg);
+  checkRcode(msg); // the record counts written are at most what fits in `size`
   COMPRESS = true;
   CT.clear();
   O = 12;

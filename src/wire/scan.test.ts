@@ -62,3 +62,16 @@ test('removeOpt / withoutOpt drop the OPT and fix ARCOUNT', () => {
   assert.equal(findOptRecord(mid), nsStart);
   assert.deepEqual(withoutOpt(mid), reply(false, false));
 });
+
+test('findOptRecord: with two OPT records, the last (the one miekg\'s IsEdns0 and decodeMessage take)', () => {
+  const b = reply(true);
+  const s = scanRecords(b)!;
+  const opt = b.subarray(s.optStart, s.optEnd);
+  const two = Buffer.concat([b, opt]);
+  two[11]! += 1;
+  assert.equal(findOptRecord(two), b.length);
+  // An OPT whose rdlength runs past the end is no OPT to patch: malformed.
+  const cut = Buffer.from(b);
+  cut[s.optStart + 10]! += 1; // rdlength low byte
+  assert.equal(findOptRecord(cut), -2);
+});

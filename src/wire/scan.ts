@@ -50,8 +50,9 @@ export function questionMatches(query: Uint8Array, qEnd: number, reply: Uint8Arr
 }
 
 /**
- * Offset of the OPT record (its owner name byte) in the additional section;
- * -1 when there is none, -2 when the message is malformed.
+ * Offset of the OPT record (its owner name byte) in the additional section — the last one when
+ * there are several, the one miekg's IsEdns0 (and decodeMessage) takes; -1 when there is none,
+ * -2 when the message is malformed.
  */
 export function findOptRecord(buf: Uint8Array): number {
   if (buf.length < 12) return -2;
@@ -66,17 +67,18 @@ export function findOptRecord(buf: Uint8Array): number {
     off += 4;
   }
   const before = an + ns;
+  let opt = -1;
   for (let i = 0; i < before + ar; i++) {
     const start = off;
     off = skipName(buf, off);
     if (off < 0 || off + 10 > buf.length) return -2;
     const type = (buf[off]! << 8) | buf[off + 1]!;
     const rdlen = (buf[off + 8]! << 8) | buf[off + 9]!;
-    if (i >= before && type === RRType.OPT) return start;
     off += 10 + rdlen;
     if (off > buf.length) return -2;
+    if (i >= before && type === RRType.OPT) opt = start;
   }
-  return -1;
+  return opt;
 }
 
 /** Where a message's records sit, as `scanRecords` finds them. */

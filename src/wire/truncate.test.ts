@@ -7,7 +7,7 @@ function manyA(n: number, edns = true): Message {
   const m = newQuery('example.org.', 1);
   m.id = 7;
   m.qr = true;
-  for (let i = 0; i < n; i++) m.answer.push(parseRecord(`example.org. 300 IN A 10.0.${i >> 8}.${i & 255}`));
+  for (let i = 0; i < n; i++) m.answer.push(parseRecord(`example.org. 300 IN A 10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`));
   if (edns) m.edns = { udpSize: 512, version: 0, do: false, z: 0, options: [] };
   return m;
 }
@@ -83,4 +83,30 @@ test('without EDNS the whole budget is available', () => {
   const d = decodeMessage(encodeWithin(m, 512).wire);
   assert.equal(d.answer.length, Math.floor((512 - 12 - 17) / 16));
   assert.equal(d.edns, undefined);
+});
+
+test('over 65535 octets uncompressed: compressed, truncated to maxSize when still too big — never TOO_LONG', () => {
+  // 4500 A records: 27 bytes each uncompressed (> 65535 in all), 16 compressed.
+  const big = manyA(4500, false);
+  assert.throws(() => messageLength(big, false), { code: 'TOO_LONG' });
+  const { wire, truncated } = encodeWithin(big, 65535);
+  assert.equal(truncated, true);
+  const d = decodeMessage(wire);
+  assert.equal(d.tc, true);
+  assert.equal(d.answer.length, Math.floor((65535 - 12 - 17) / 16));
+  assert.equal(wire.length, 12 + 17 + 16 * d.answer.length);
+  assert.deepEqual(d.answer, big.answer.slice(0, d.answer.length));
+  // 3000: fits only compressed — whole, no TC.
+  const mid = manyA(3000);
+  mid.edns!.udpSize = 65535;
+  const m = encodeWithin(mid, 65535);
+  assert.equal(m.truncated, false);
+  assert.equal(m.wire.length, 12 + 17 + 16 * 3000 + 11);
+  assert.equal(decodeMessage(m.wire).answer.length, 3000);
+  // More records than a header can count: still just truncated.
+  const huge = manyA(70000, false);
+  assert.equal(decodeMessage(encodeWithin(huge, 65535).wire).answer.length, Math.floor((65535 - 12 - 17) / 16));
+  assert.throws(() => encodeMessage(huge), { code: 'TOO_LONG' });
+  // A maxSize above 65535 counts as 65535.
+  assert.deepEqual(encodeWithin(big, 100000).wire, wire);
 });

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { plugin } from './setup.ts';
-import type { Cache } from './cache.ts';
+import { minimalTtl, type Cache } from './cache.ts';
+import { ResponseType } from '../pkg/response.ts';
 import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions, metricValue } from '../pkg/testing.ts';
 import { PluginError, type HandlerResult, type ResponseWriter } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
@@ -1052,4 +1053,13 @@ test('FAILURE_RECHECK: a stale refresh the writer accepts counts as done even wh
     hold!();
     await tick();
   }
+});
+
+test('minimalTtl skips OPT records kept in the additional section (a reply with two OPTs), as CoreDNS\'s MinimalTTL does', () => {
+  const m = replyTo(makeRequest('example.org.').msg);
+  m.answer.push({ name: 'example.org.', type: 1, class: 1, ttl: 120, data: { address: '192.0.2.1' } });
+  // An earlier OPT decoded as a record: its "TTL" is the DO flag.
+  m.additional.push({ name: '.', type: 41, class: 1232, ttl: 0x8000, data: { raw: new Uint8Array(0) } });
+  m.additional.push({ name: '.', type: 41, class: 1232, ttl: 0, data: { raw: new Uint8Array(0) } });
+  assert.equal(minimalTtl(m, ResponseType.NoError), 120);
 });

@@ -185,6 +185,8 @@ export function minimalTtl(m: Message, mt: number): number {
   for (const sec of [m.answer, m.authority, m.additional]) {
     for (let i = 0; i < sec.length; i++) {
       const rr = sec[i]!;
+      // An OPT kept as a record (a reply with more than one) carries flags, not a TTL.
+      if (rr.type === RRType.OPT && sec === m.additional) continue;
       if (rr.ttl < min) min = rr.ttl;
       if (denial && rr.type === RRType.SOA && sec === m.authority) {
         const mm = (rr.data as SOAData).minimum;

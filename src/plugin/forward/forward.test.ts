@@ -12,7 +12,7 @@ import { plugin } from './setup.ts';
 import type { Forward } from './forward.ts';
 import { CaptureWriter, StubHandler, makeRequest, runSetup, settle, type RequestOptions, metricValue } from '../pkg/testing.ts';
 import { PluginError, type Handler } from '../plugin.ts';
-import type { Request } from '../../core/request.ts';
+import { Request } from '../../core/request.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
@@ -248,6 +248,21 @@ test('the upstream\'s reply is relayed unchanged but for the client\'s ID; the q
     assert.equal(o.req.value('forward/upstream'), up.addr);
     assert.equal(o.req.metadata('forward/upstream'), undefined, 'no metadata plugin: no label');
   }
+});
+
+test('a query with two OPT records goes upstream with both, as CoreDNS forwards them (the last is the query\'s EDNS)', async (t) => {
+  const up = await Upstream.start((q, c) => { c.send(answer(q)); });
+  const f = await forward(`. {\n forward . ${up.addr}\n}`);
+  cleanup(t, f, up);
+  // What CoreDNS 1.14.7 sent upstream for this query: the same bytes with another ID.
+  const wire = Buffer.from('123401000001000000000002076578616d706c65036f7267000001000100002910000000800000040003000000002904d000000000000c000a00080102030405060708', 'hex');
+  const req = new Request(decodeMessage(wire), wire, 'udp', '127.0.0.1', 5353, '127.0.0.1', 53, 'dns://:53', process.hrtime.bigint());
+  assert.equal(req.size, 1232);
+  assert.equal(req.do, false);
+  const o = await ask(f.h, req);
+  assert.equal(o.rcode, 0);
+  const sent = encodeMessage({ ...up.queries().at(-1)!.msg, id: 0x1234 });
+  assert.deepEqual(sent, wire);
 });
 
 test('upstream rcodes (SERVFAIL, REFUSED, NXDOMAIN) are relayed as replies, not errors', async (t) => {
