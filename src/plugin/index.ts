@@ -23,6 +23,7 @@ import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
+import { plugin as siit } from './siit/setup.ts';
 import { plugin as view } from './view/setup.ts';
 import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
@@ -55,6 +56,7 @@ export const builtinPlugins: PluginDefinition[] = [
   ready,
   reload,
   rewrite,
+  siit,
   view,
   template,
   whoami,
