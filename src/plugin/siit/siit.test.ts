@@ -4,6 +4,7 @@ import { parse, plugin, type SiitOptions } from './setup.ts';
 import { SYNTHESIS_LOOKUP, extractIPv4 } from './siit.ts';
 import { CaptureWriter, StubHandler, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import type { Handler } from '../plugin.ts';
+import { PluginError } from '../plugin.ts';
 import { Request, type SubQueryRouter } from '../../core/request.ts';
 import type { Message, ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
@@ -183,4 +184,34 @@ test('siit: no reply to the AAAA lookup, or no server, is SERVFAIL with an error
   assert.throws(() => run.chain(new StubHandler('n', () => { throw new Error('boom'); })).serveDNS(makeRequest('x.'), w), { message: 'boom' });
   // The last plugin: CoreDNS dereferences its nil next for A, "no next plugin found" otherwise.
   assert.throws(() => run.chain().serveDNS(makeRequest('x.'), w), /nil pointer dereference/);
+});
+
+test('siit: an error of the rest of the chain after its reply: passed on with it, or dropped when translated', async () => {
+  const zone: Zone = { [RRType.AAAA]: [aaaa('host.example.', '64:ff9b::c000:201')] };
+  const run = await runSetup(plugin, '. {\n siit\n}');
+  const back = backend(zone);
+  const failing = new StubHandler('f', (req, w) => {
+    if (req.qtype === RRType.A && req.name === 'written.example.') {
+      const m = replyTo(req.msg);
+      m.answer = [a('written.example.', '192.0.2.1')];
+      w.writeMsg(m);
+      throw new PluginError(Rcode.SERVFAIL, 'after write');
+    }
+    if (req.qtype === RRType.A) {
+      w.writeMsg(replyTo(req.msg));
+      throw new PluginError(Rcode.SERVFAIL, 'empty');
+    }
+    return back.serveDNS(req, w);
+  });
+  const chain = run.chain(failing);
+  const mk = (name: string) => {
+    const base = makeRequest(name);
+    return new Request(base.msg, base.wire, 'udp', '192.0.2.200', 5353, '127.0.0.1', 53, 'dns://:53', 0n, router(() => chain));
+  };
+  let w = new CaptureWriter();
+  assert.throws(() => chain.serveDNS(mk('written.example.'), w), { message: 'after write' });
+  assert.deepEqual(w.last!.answer, [a('written.example.', '192.0.2.1')]);
+  w = new CaptureWriter();
+  assert.equal(await settle(chain.serveDNS(mk('host.example.'), w)), Rcode.NOERROR);
+  assert.deepEqual(w.last!.answer, [a('host.example.', '192.0.2.1', 300)]);
 });

@@ -75,17 +75,26 @@ export class Siit implements Handler {
     // CoreDNS calls its next handler unconditionally here: without one it is a nil dereference (a recovered panic).
     if (next === undefined) throw new Error('runtime error: invalid memory address or nil pointer dereference');
     const nw = new NonWriter();
-    const r = next.serveDNS(req, nw);
-    if (typeof r === 'number') return this.intercepted(req, w, nw, r);
-    return r.then((rc) => this.intercepted(req, w, nw, rc));
+    let r: HandlerResult;
+    try {
+      r = next.serveDNS(req, nw);
+    } catch (e) {
+      return this.intercepted(req, w, nw, 0, e);
+    }
+    if (typeof r === 'number') return this.intercepted(req, w, nw, r, undefined);
+    return r.then((rc) => this.intercepted(req, w, nw, rc, undefined), (e: unknown) => this.intercepted(req, w, nw, 0, e));
   }
 
-  /** What the rest of the chain answered: passed on, or translated. */
-  private intercepted(req: Request, w: ResponseWriter, nw: NonWriter, rc: number): HandlerResult {
+  /**
+   * What the rest of the chain answered: passed on (with its error), or translated (its error
+   * dropped, as CoreDNS does). Exceptions other than a PluginError (CoreDNS's panics) pass.
+   */
+  private intercepted(req: Request, w: ResponseWriter, nw: NonWriter, rc: number, err: unknown): HandlerResult {
+    if (err !== undefined && !(err instanceof PluginError)) throw err;
     const m = nw.msg;
-    if (m === undefined) return rc;
-    if (!shouldTranslate(m)) {
-      w.writeMsg(m);
+    if (m === undefined || !shouldTranslate(m)) {
+      if (m !== undefined) w.writeMsg(m);
+      if (err !== undefined) throw err;
       return rc;
     }
     return this.translate(req, w, m);
