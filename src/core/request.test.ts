@@ -141,6 +141,19 @@ test('deadline: Infinity by default; derive keeps the earlier one; lookups carry
   assert.equal(seen!.deadline, 1000);
 });
 
+test('values: a lookup starts with a copy of the query\'s values (CoreDNS context values); what it sets stays its own', async () => {
+  let seen: Request | undefined;
+  const router: SubQueryRouter = { exchange(req) { seen = req; return Promise.resolve(undefined); } };
+  const r = request('example.org.', 1, router);
+  await r.lookup('other.example.', 1);
+  assert.equal(seen!.value('k'), undefined);
+  r.derive({ type: 28 }).setValue('k', 'v');
+  await r.lookup('other.example.', 1);
+  assert.equal(seen!.value('k'), 'v');
+  seen!.setValue('sub', '1');
+  assert.equal(r.value('sub'), undefined);
+});
+
 test('limitUdpSize (bufsize): the root and every derived request report the lower size; never raised; lookups ask with it', async () => {
   let seen: Request | undefined;
   const router: SubQueryRouter = { exchange(req) { seen = req; return Promise.resolve(undefined); } };

@@ -307,6 +307,8 @@ export class Request {
     // CoreDNS: it starts with this query's metadata, until a block's metadata collection begins its own.
     const sub = this.copy(msg, this.proto, undefined, this.depth + 1);
     sub.meta = this.root.meta;
+    // CoreDNS's context values reach the sub-query too (a copy: what it sets does not come back).
+    if (this.root.values !== undefined) sub.values = new Map(this.root.values);
     return router.exchange(sub);
   }
 

@@ -8,6 +8,7 @@ import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
+import { plugin as erratic } from './erratic/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
@@ -23,6 +24,7 @@ import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
+import { plugin as siit } from './siit/setup.ts';
 import { plugin as view } from './view/setup.ts';
 import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
@@ -40,6 +42,7 @@ export const builtinPlugins: PluginDefinition[] = [
   cache,
   chaos,
   debug,
+  erratic,
   dns64,
   errors,
   forward,
@@ -55,6 +58,7 @@ export const builtinPlugins: PluginDefinition[] = [
   ready,
   reload,
   rewrite,
+  siit,
   view,
   template,
   whoami,
