@@ -7,26 +7,19 @@ import type { Request } from '../../core/request.ts';
 import type { AData, Message, ResourceRecord } from '../../wire/types.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { formatIPv6, parseIPv4 } from '../../wire/ip.ts';
-import { decodeMessage } from '../../wire/decode.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import { requestsTranslated } from './metrics.ts';
+import { NonWriter } from '../pkg/recorder.ts';
 
 /** What the handler needs of the options (see setup.ts Dns64Options). */
 export interface Dns64Config {
   prefix: Cidr;
   translateAll: boolean;
   allowIPv4: boolean;
-}
-
-/** CoreDNS's nonwriter: keeps the reply of the rest of the chain instead of sending it. */
-class NonWriter implements ResponseWriter {
-  msg: Message | undefined;
-  writeMsg(reply: Message): void { this.msg = reply; }
-  writeWire(reply: Uint8Array): void { this.msg = decodeMessage(reply); }
 }
 
 /**

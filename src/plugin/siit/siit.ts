@@ -7,13 +7,13 @@ import type { Request } from '../../core/request.ts';
 import type { AData, Message, ResourceRecord } from '../../wire/types.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { cidrContains, formatIPv4, formatIPv6Go, isIPv4Mapped, parseIPv6Into } from '../../wire/ip.ts';
-import { decodeMessage } from '../../wire/decode.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import { requestsTranslated } from './metrics.ts';
+import { NonWriter } from '../pkg/recorder.ts';
 
 /**
  * The request value that marks a translation plugin's own sub-query (CoreDNS's synthesis context
@@ -25,13 +25,6 @@ export const SYNTHESIS_LOOKUP = 'siit/synthesis';
 export interface SiitConfig {
   prefix: Cidr;
   eam: Map<string, string>;
-}
-
-/** CoreDNS's nonwriter: keeps the reply of the rest of the chain instead of sending it. */
-class NonWriter implements ResponseWriter {
-  msg: Message | undefined;
-  writeMsg(reply: Message): void { this.msg = reply; }
-  writeWire(reply: Uint8Array): void { this.msg = decodeMessage(reply); }
 }
 
 /**
