@@ -9,11 +9,10 @@ import type { Cidr } from '../../wire/ip.ts';
 import { formatIPv6, parseIPv4 } from '../../wire/ip.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
-import { nextOrFailure } from '../pkg/next.ts';
+import { nextOrFailure, replaceReply } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import { requestsTranslated } from './metrics.ts';
-import { NonWriter } from '../pkg/recorder.ts';
 
 /** What the handler needs of the options (see setup.ts Dns64Options). */
 export interface Dns64Config {
@@ -62,28 +61,9 @@ export class Dns64 implements Handler {
     const next = this.next;
     // CoreDNS calls its next handler unconditionally here: without one it is a nil dereference (a recovered panic).
     if (next === undefined) throw new Error('runtime error: invalid memory address or nil pointer dereference');
-    const nw = new NonWriter();
-    let r: HandlerResult;
-    try {
-      r = nextOrFailure(this.name, next, req, nw);
-    } catch (e) {
-      return this.intercepted(req, w, nw, 0, e);
-    }
-    if (typeof r === 'number') return this.intercepted(req, w, nw, r, undefined);
-    return r.then((rc) => this.intercepted(req, w, nw, rc, undefined), (e: unknown) => this.intercepted(req, w, nw, 0, e));
+    return replaceReply(this.name, next, req, w, (m) => this.shouldTranslate(m), (m) => this.translate(req, w, m));
   }
 
-  /** What the rest of the chain answered: passed on, or translated. */
-  private intercepted(req: Request, w: ResponseWriter, nw: NonWriter, rc: number, err: unknown): HandlerResult {
-    if (err !== undefined && !(err instanceof PluginError)) throw err;
-    const m = nw.msg;
-    if (m === undefined || !this.shouldTranslate(m)) {
-      if (m !== undefined) w.writeMsg(m);
-      if (err !== undefined) throw err;
-      return rc;
-    }
-    return this.translate(req, w, m);
-  }
 
   /** RFC 6147 5.1.1/5.1.2: not for NXDOMAIN; otherwise when no AAAA was found (or always with translate_all). */
   private shouldTranslate(m: Message): boolean {

@@ -7,6 +7,8 @@
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
+import type { Message } from '../../wire/types.ts';
+import { NonWriter } from './recorder.ts';
 import { Rcode } from '../../wire/constants.ts';
 
 /** Error text CoreDNS uses when a plugin needs a next handler and there is none. */
@@ -25,4 +27,35 @@ export function nextOrFailure(name: string, next: Handler | undefined, req: Requ
   // A synchronous answer: the outer plugin is in charge again.
   if (typeof r === 'number') req.plugin = name;
   return r;
+}
+
+/**
+ * Run the rest of the chain into a NonWriter (CoreDNS's nonwriter pattern, as dns64 and siit use
+ * it): when it wrote a reply that `wanted` accepts, `replace` answers instead; otherwise the reply
+ * goes out as written, with the chain's rcode or PluginError. An exception that is no PluginError
+ * (CoreDNS's panic) passes through.
+ */
+export function replaceReply(
+  name: string, next: Handler, req: Request, w: ResponseWriter,
+  wanted: (m: Message) => boolean, replace: (m: Message) => Promise<number>,
+): HandlerResult {
+  const nw = new NonWriter();
+  const settle = (rc: number, err: unknown): HandlerResult => {
+    if (err !== undefined && !(err instanceof PluginError)) throw err;
+    const m = nw.msg;
+    if (m === undefined || !wanted(m)) {
+      if (m !== undefined) w.writeMsg(m);
+      if (err !== undefined) throw err;
+      return rc;
+    }
+    return replace(m);
+  };
+  let r: HandlerResult;
+  try {
+    r = nextOrFailure(name, next, req, nw);
+  } catch (e) {
+    return settle(0, e);
+  }
+  if (typeof r === 'number') return settle(r, undefined);
+  return r.then((rc) => settle(rc, undefined), (e: unknown) => settle(0, e));
 }

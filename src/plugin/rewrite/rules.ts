@@ -278,41 +278,28 @@ export class NameRule implements Rule {
 // ---------------------------------------------------------------------------
 // class and type
 
-export class ClassRule implements Rule {
-  readonly field = 'class';
+/** `class FROM TO` and `type FROM TO`: the question's class or type becomes TO when it is FROM. */
+export class QuestionFieldRule implements Rule {
+  readonly field: 'class' | 'type';
   readonly mode: Mode;
   readonly from: number;
   readonly to: number;
-  constructor(mode: Mode, from: number, to: number) {
+  constructor(field: 'class' | 'type', mode: Mode, from: number, to: number) {
+    this.field = field;
     this.mode = mode;
     this.from = from;
     this.to = to;
   }
   rewrite(d: Draft): readonly ResponseRule[] | undefined {
-    if (this.from > 0 && this.to > 0 && d.qclass === this.from) {
+    if (this.from <= 0 || this.to <= 0) return undefined;
+    if (this.field === 'class') {
+      if (d.qclass !== this.from) return undefined;
       d.qclass = this.to;
-      return NONE;
-    }
-    return undefined;
-  }
-}
-
-export class TypeRule implements Rule {
-  readonly field = 'type';
-  readonly mode: Mode;
-  readonly from: number;
-  readonly to: number;
-  constructor(mode: Mode, from: number, to: number) {
-    this.mode = mode;
-    this.from = from;
-    this.to = to;
-  }
-  rewrite(d: Draft): readonly ResponseRule[] | undefined {
-    if (this.from > 0 && this.to > 0 && d.qtype === this.from) {
+    } else {
+      if (d.qtype !== this.from) return undefined;
       d.qtype = this.to;
-      return NONE;
     }
-    return undefined;
+    return NONE;
   }
 }
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { parseTable, runSetup, setupError } from '../pkg/testing.ts';
 import { parse, plugin, type RewriteOptions } from './setup.ts';
 import {
-  ClassRule, CnameRule, EdnsLocalRule, EdnsNsidRule, EdnsSubnetRule, EdnsVariableRule, NameRule, RcodeRule,
-  TtlRule, TypeRule, type Rule,
+  CnameRule, EdnsLocalRule, EdnsNsidRule, EdnsSubnetRule, EdnsVariableRule, NameRule, RcodeRule,
+  QuestionFieldRule, TtlRule, type Rule,
 } from './rules.ts';
 
 /** A rule in one line: field, mode, match and values, as the table compares them. */
@@ -13,7 +13,7 @@ function describe(r: Rule): string {
     const parts = r.parts === undefined ? '' : ` parts=${r.parts.map((p) => p.group >= 0 ? `{${p.group}}` : p.label !== '' ? `{${p.label}}` : p.literal).join('|')}`;
     return `${r.mode} name ${r.match} ${r.from} ${r.to}${r.auto ? ' auto' : ''} responses=${r.responses.length}${parts}`;
   }
-  if (r instanceof ClassRule || r instanceof TypeRule) return `${r.mode} ${r.field} ${r.from} ${r.to}`;
+  if (r instanceof QuestionFieldRule) return `${r.mode} ${r.field} ${r.from} ${r.to}`;
   if (r instanceof TtlRule) return `${r.mode} ttl ${r.matcher.match} ${r.matcher.value} ${r.min}-${r.max}`;
   if (r instanceof RcodeRule) return `${r.mode} rcode ${r.matcher.match} ${r.matcher.value} ${r.from}->${r.to}`;
   if (r instanceof CnameRule) return `${r.mode} cname ${r.match} ${r.from} ${r.to}`;

@@ -7,9 +7,9 @@ import { GoRegexp, GoRegexpError } from '../pkg/regexp.ts';
 import { stringToClass, stringToRcode, stringToType, classToString, typeToString } from '../../wire/constants.ts';
 import { fqdn } from '../../wire/name.ts';
 import {
-  ClassRule, CnameRule, EDNS_VARIABLES, EdnsLocalRule, EdnsNsidRule, EdnsSubnetRule, EdnsVariableRule,
+  CnameRule, EDNS_VARIABLES, EdnsLocalRule, EdnsNsidRule, EdnsSubnetRule, EdnsVariableRule,
   NameMatcher, NameResponseRule, NameRule, RcodeRule, RegexStringRewriter, SuffixStringRewriter, TtlRule,
-  TypeRule, ValueResponseRule,
+  QuestionFieldRule, ValueResponseRule,
   type EdnsAction, type MatchType, type Mode, type ReplacementPart, type ResponseRule, type Rule,
 } from './rules.ts';
 import { Rewrite } from './rewrite.ts';
@@ -80,7 +80,7 @@ export function newRule(args: readonly string[]): Rule {
       if (from === undefined) throw new Error(`invalid class ${goQuote(rest[0]!.toUpperCase())}`);
       const to = mnemonic(rest[1]!, stringToClass, classToString);
       if (to === undefined) throw new Error(`invalid class ${goQuote(rest[1]!.toUpperCase())}`);
-      return new ClassRule(mode, from, to);
+      return new QuestionFieldRule('class', mode, from, to);
     }
     case 'type': {
       if (expectNumArgs !== 3) throw new Error(`${ruleType} rules must have exactly two arguments`);
@@ -88,7 +88,7 @@ export function newRule(args: readonly string[]): Rule {
       if (from === undefined) throw new Error(`invalid type ${goQuote(rest[0]!.toUpperCase())}`);
       const to = mnemonic(rest[1]!, stringToType, typeToString);
       if (to === undefined) throw new Error(`invalid type ${goQuote(rest[1]!.toUpperCase())}`);
-      return new TypeRule(mode, from, to);
+      return new QuestionFieldRule('type', mode, from, to);
     }
     case 'edns0':
       return newEdnsRule(mode, rest);

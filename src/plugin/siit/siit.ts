@@ -9,11 +9,10 @@ import type { Cidr } from '../../wire/ip.ts';
 import { cidrContains, formatIPv4, formatIPv6Go, isIPv4Mapped, parseIPv6Into } from '../../wire/ip.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
-import { nextOrFailure } from '../pkg/next.ts';
+import { nextOrFailure, replaceReply } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import { requestsTranslated } from './metrics.ts';
-import { NonWriter } from '../pkg/recorder.ts';
 
 /**
  * The request value that marks a translation plugin's own sub-query (CoreDNS's synthesis context
@@ -67,30 +66,7 @@ export class Siit implements Handler {
     const next = this.next;
     // CoreDNS calls its next handler unconditionally here: without one it is a nil dereference (a recovered panic).
     if (next === undefined) throw new Error('runtime error: invalid memory address or nil pointer dereference');
-    const nw = new NonWriter();
-    let r: HandlerResult;
-    try {
-      r = next.serveDNS(req, nw);
-    } catch (e) {
-      return this.intercepted(req, w, nw, 0, e);
-    }
-    if (typeof r === 'number') return this.intercepted(req, w, nw, r, undefined);
-    return r.then((rc) => this.intercepted(req, w, nw, rc, undefined), (e: unknown) => this.intercepted(req, w, nw, 0, e));
-  }
-
-  /**
-   * What the rest of the chain answered: passed on (with its error), or translated (its error
-   * dropped, as CoreDNS does). Exceptions other than a PluginError (CoreDNS's panics) pass.
-   */
-  private intercepted(req: Request, w: ResponseWriter, nw: NonWriter, rc: number, err: unknown): HandlerResult {
-    if (err !== undefined && !(err instanceof PluginError)) throw err;
-    const m = nw.msg;
-    if (m === undefined || !shouldTranslate(m)) {
-      if (m !== undefined) w.writeMsg(m);
-      if (err !== undefined) throw err;
-      return rc;
-    }
-    return this.translate(req, w, m);
+    return replaceReply(this.name, next, req, w, shouldTranslate, (m) => this.translate(req, w, m));
   }
 
   private async translate(req: Request, w: ResponseWriter, orig: Message): Promise<number> {
