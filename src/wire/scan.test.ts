@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeMessage, encodeMessage, newQuery, parseRecord } from './index.ts';
 import {
-  findOptRecord, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
+  findOptRecord, hasCompressionPointer, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
 } from './scan.ts';
 
 function reply(edns: boolean, compress = true): Buffer {
@@ -74,4 +74,48 @@ test('findOptRecord: with two OPT records, the last (the one miekg\'s IsEdns0 an
   const cut = Buffer.from(b);
   cut[s.optStart + 10]! += 1; // rdlength low byte
   assert.equal(findOptRecord(cut), -2);
+});
+
+/**
+ * `wire` with the last rdata occurrence of `example.org.` replaced by a pointer to the first one (the owner
+ * of the first answer), RDLENGTH fixed: compression as a sender may apply it to any type.
+ */
+function pointerize(wire: Buffer, rdlenAt: number): Buffer {
+  const suffix = Buffer.from('\x07example\x03org\x00', 'latin1');
+  const first = wire.indexOf(suffix);
+  const last = wire.lastIndexOf(suffix);
+  assert.ok(first >= 12 && last > first && last > rdlenAt);
+  const out = Buffer.concat([wire.subarray(0, last), Buffer.from([0xc0 | (first >> 8), first & 0xff]), wire.subarray(last + suffix.length)]);
+  out.writeUInt16BE(out.readUInt16BE(rdlenAt) - (suffix.length - 2), rdlenAt);
+  return out;
+}
+
+test('hasCompressionPointer: owner names, and the names inside rdata of every type the decoder expands', () => {
+  const rdata = [
+    'NS ns.example.org.', 'CNAME t.example.org.', 'PTR t.example.org.', 'DNAME t.example.org.', 'MX 10 mx.example.org.',
+    'SOA ns.example.org. host.example.org. 1 2 3 4 5', 'SRV 1 2 3 t.example.org.',
+    'NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp.example.org.', 'RP m.example.org. t.example.org.', 'AFSDB 1 t.example.org.',
+    'RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA', 'NSEC t.example.org. A', 'HTTPS 1 t.example.org.',
+  ];
+  for (const text of rdata) {
+    // Question, owners and rdata names share no suffix but example.org., which only the first answer's
+    // owner and the rdata carry: a pointer can only be made in the rdata.
+    const m = newQuery('q.', 1);
+    m.qr = true;
+    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
+    const plain = encodeMessage(m);
+    assert.equal(hasCompressionPointer(plain), false, text);
+    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
+    assert.equal(hasCompressionPointer(pointerize(plain, rrStart + 7 + 8)), true, text);
+    assert.ok(decodeMessage(pointerize(plain, rrStart + 7 + 8)), 'the decoder expands it');
+  }
+  const plain = reply(true, false);
+  assert.equal(hasCompressionPointer(plain), false);
+  assert.equal(hasCompressionPointer(reply(true, true)), true, 'owner names compressed');
+  assert.equal(hasCompressionPointer(plain.subarray(0, plain.length - 3)), true, 'cut short: the caller decodes and finds out');
+  // Types whose rdata holds no name are not walked: bytes that look like a pointer there are data.
+  const t = newQuery('q.test.', 16);
+  t.qr = true;
+  t.answer.push(parseRecord('q.test. 60 IN TXT "\\192\\012"'));
+  assert.equal(hasCompressionPointer(encodeMessage(t)), false);
 });

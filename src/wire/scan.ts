@@ -152,3 +152,85 @@ export function withoutOpt(buf: Uint8Array): Uint8Array {
   const rdlen = (buf[p + 8]! << 8) | buf[p + 9]!;
   return removeOpt(buf, at, p + 10 + rdlen);
 }
+
+/**
+ * Where the names sit in the rdata of the types whose names a sender may compress (the ones the decoder
+ * expands): bytes before the first name, and how many names follow back to back. NAPTR is walked apart.
+ */
+function rdataNames(type: number): number {
+  switch (type) {
+    case 2: case 3: case 4: case 5: case 7: case 8: case 9: case 12: case 39: case 47: case 30:
+      return 1;                 // NS MD MF CNAME MB MG MR PTR DNAME NSEC NXT: name first
+    case 6: case 14: case 17:
+      return 2;                 // SOA MINFO RP: two names
+    case 15: case 18: case 21: case 36: case 64: case 65:
+      return (2 << 8) | 1;      // MX AFSDB RT KX SVCB HTTPS: u16, name
+    case 26:
+      return (2 << 8) | 2;      // PX: u16, two names
+    case 33:
+      return (6 << 8) | 1;      // SRV: three u16, name
+    case 24: case 46:
+      return (18 << 8) | 1;     // SIG RRSIG: 18 fixed bytes, signer name
+    default:
+      return 0;
+  }
+}
+
+/** Whether the name at `off` uses a compression pointer; -1 when it runs off the buffer. */
+function namePointer(buf: Uint8Array, off: number, end: number): { next: number; pointer: boolean } {
+  for (let hops = 0; hops < 128; hops++) {
+    if (off >= end) return { next: -1, pointer: false };
+    const len = buf[off]!;
+    if (len === 0) return { next: off + 1, pointer: false };
+    if ((len & 0xc0) === 0xc0) return { next: off + 2, pointer: true };
+    if (len & 0xc0) return { next: -1, pointer: false };
+    off += len + 1;
+  }
+  return { next: -1, pointer: false };
+}
+
+/**
+ * Whether a message uses name compression anywhere the decoder would expand it (question, owners, the
+ * names inside rdata). CoreDNS writes every reply it unpacked without compression unless it must
+ * compress to fit, so a ready-made reply from elsewhere (an upstream) that has pointers has to be
+ * re-encoded. True as well when the message cannot be walked, so the caller decodes it and finds out.
+ */
+export function hasCompressionPointer(b: Uint8Array): boolean {
+  if (b.length < 12) return true;
+  const qd = (b[4]! << 8) | b[5]!;
+  const rrs = ((b[6]! << 8) | b[7]!) + ((b[8]! << 8) | b[9]!) + ((b[10]! << 8) | b[11]!);
+  let p = 12;
+  for (let i = 0; i < qd; i++) {
+    const n = namePointer(b, p, b.length);
+    if (n.next < 0 || n.pointer) return true;
+    p = n.next + 4;
+  }
+  for (let i = 0; i < rrs; i++) {
+    const n = namePointer(b, p, b.length);
+    if (n.next < 0 || n.pointer) return true;
+    p = n.next;
+    if (p + 10 > b.length) return true;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
+    const start = p + 10;
+    const end = start + rdlen;
+    if (end > b.length) return true;
+    let at = start;
+    let names = rdataNames(type);
+    if (type === 35) {          // NAPTR: order, preference, three character-strings, replacement
+      at += 4;
+      for (let s = 0; s < 3 && at < end; s++) at += 1 + b[at]!;
+      names = 1;
+    } else {
+      at += names >> 8;
+      names &= 0xff;
+    }
+    for (let k = 0; k < names && at < end; k++) {
+      const r = namePointer(b, at, end);
+      if (r.next < 0 || r.pointer) return true;
+      at = r.next;
+    }
+    p = end;
+  }
+  return false;
+}

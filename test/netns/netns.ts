@@ -4,7 +4,7 @@
 // Needs root and iproute2; `available()` says whether the tests can run.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BIN } from '../helpers/server.ts';
@@ -65,10 +65,25 @@ export class Netns {
     return peer;
   }
 
+  /** A route in this namespace: `cidr` via the gateway `via` (an address of a veth peer). */
+  route(cidr: string, via: string): void {
+    ip('-n', this.name, 'route', 'add', cidr, 'via', via);
+  }
+
   file(name: string, text: string): string {
     const p = join(this.dir, name);
     writeFileSync(p, text);
     return p;
+  }
+
+  /**
+   * The namespace's own /etc/resolv.conf: `ip netns exec` bind-mounts /etc/netns/NAME/resolv.conf over
+   * /etc/resolv.conf for every command it runs, so a Corefile's `forward . /etc/resolv.conf` stays as written.
+   */
+  resolvConf(text: string): void {
+    const dir = `/etc/netns/${this.name}`;
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(`${dir}/resolv.conf`, text);
   }
 
   /** Run a command inside the namespace, collecting stdout and stderr lines. */
@@ -129,6 +144,7 @@ export class Netns {
     await Promise.all(this.procs.map((p) => p.stop()));
     for (const p of this.peers) spawnSync('ip', ['netns', 'del', p]);
     spawnSync('ip', ['netns', 'del', this.name]);
+    rmSync(`/etc/netns/${this.name}`, { recursive: true, force: true });
   }
 }
 

@@ -553,7 +553,7 @@ function storedWire(res: Message, wire: Uint8Array | undefined, duration: number
   }
   if (b === undefined) {
     try {
-      b = encodeMessage({ ...res, edns: undefined }, { compress: true });
+      b = encodeMessage({ ...res, edns: undefined });
     } catch {
       return undefined;
     }

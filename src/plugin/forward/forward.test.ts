@@ -621,3 +621,24 @@ test('a request deadline (the cancel plugin) stops the upstream loop: no new att
   assert.equal(gone.err?.message, 'no healthy proxies');
   assert.equal(silent.queries().filter((s) => s.name === 'gone.example.').length, 0);
 });
+
+test('a compressed upstream reply is written as a message (packed again without compression, as CoreDNS does); an uncompressed one as bytes', async (t) => {
+  let compress = true;
+  const up = await Upstream.start((q, c) => { c.send(encodeMessage(answer(q, { addrs: ['192.0.2.10', '192.0.2.11'] }), { compress })); });
+  const f = await forward(`. {\n forward . ${up.addr}\n}`);
+  cleanup(t, f, up);
+  const seen: Array<{ kind: 'msg' | 'wire'; bytes: Buffer }> = [];
+  const w = {
+    writeMsg(m: Message) { seen.push({ kind: 'msg', bytes: encodeMessage(m) }); },
+    writeWire(b: Uint8Array) { seen.push({ kind: 'wire', bytes: Buffer.from(b) }); },
+  };
+  for (const c of [true, false]) {
+    compress = c;
+    const req = makeRequest('www.example.org.', { id: 77 });
+    await settle(f.h.serveDNS(req, w));
+    const expected = encodeMessage({ ...answer(req.msg, { addrs: ['192.0.2.10', '192.0.2.11'] }), id: 77 });
+    const got = seen.at(-1)!;
+    assert.equal(got.kind, c ? 'msg' : 'wire');
+    assert.deepEqual(got.bytes, expected, 'the uncompressed reply, with the client\'s ID');
+  }
+});

@@ -9,13 +9,15 @@ import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../pl
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import { encodeMessage } from '../../wire/encode.ts';
+import { decodeMessage } from '../../wire/decode.ts';
+import type { Message } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
 import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
-import { questionEnd, questionMatches } from '../../wire/scan.ts';
+import { hasCompressionPointer, questionEnd, questionMatches } from '../../wire/scan.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';
@@ -301,6 +303,20 @@ export class Forward implements UpstreamControl {
       if (this.next instanceof Forward || (this.next !== undefined && this.next.name === 'forward')) {
         const nodata = o.nextOnNodata && rcode === Rcode.NOERROR && out[6] === 0 && out[7] === 0;
         if (nodata || o.nextRcodes.includes(rcode)) return await nextOrFailure(this.name, this.next, req, w);
+      }
+      // CoreDNS unpacks the upstream's reply and packs it again without name compression (unless it must
+      // compress to fit the client): a compressed reply is re-encoded, an uncompressed one goes out as it is.
+      if (hasCompressionPointer(out)) {
+        let m: Message | undefined;
+        try {
+          m = decodeMessage(out);
+        } catch {
+          m = undefined; // the writer reports what it cannot decode
+        }
+        if (m !== undefined) {
+          w.writeMsg(m);
+          return 0;
+        }
       }
       w.writeWire(out);
       return 0;
