@@ -1,0 +1,326 @@
+// The k8s_external handler (CoreDNS plugin/k8s_external: external.go, apex.go,
+// msg_to_dns.go): an authoritative zone of the services' external addresses, with
+// the data from an Externaler (the kubernetes plugin). The apex answers SOA and NS,
+// `<apex>.<zone>` holds the nameserver `ns1.<apex>.<zone>`, every other name is
+// `[<endpoint>. | _<port>._<proto>.]<service>.<namespace>.<zone>` (A, AAAA, SRV;
+// PTR for reverse zones), NXDOMAIN/NODATA with the zone's SOA otherwise.
+
+import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
+import type { Request } from '../../core/request.ts';
+import type { Externaler, ExternalEndpoint } from '../pkg/external.ts';
+import type { Fall } from '../pkg/fall.ts';
+import { nextOrFailure } from '../pkg/next.ts';
+import { trimZone, zonesMatches } from '../pkg/zones.ts';
+import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
+import { replyTo } from '../../wire/message.ts';
+import { countLabels, fqdn, isSubdomain, nextLabel, reverseToAddress } from '../../wire/name.ts';
+import { formatIPv4, formatIPv6Go, ipv4Of, parseIP } from '../../wire/ip.ts';
+import type { Message, ResourceRecord, SOAData } from '../../wire/types.ts';
+
+/** What the handler is configured with (see `K8sExternalOptions` in setup.ts). */
+export interface ExternalConfig {
+  zones: string[];
+  /** The apex label as written (`dns`); compared case-insensitively, printed as written. */
+  apex: string;
+  ttl: number;
+  headless: boolean;
+  fall: Fall;
+}
+
+const HOSTMASTER = 'hostmaster';
+
+/** miekg dnsutil.Join: the labels joined, the root written once. */
+function join(...labels: string[]): string {
+  let out = '';
+  for (const l of labels) {
+    if (l === '' || l === '.') continue;
+    out += l.endsWith('.') ? l : l + '.';
+  }
+  return out === '' ? '.' : out;
+}
+
+/**
+ * The kind of an endpoint's address as msg.Service.HostType reads it (Go's net.ParseIP): an IPv4
+ * address (IPv4-mapped IPv6 included) is A, another IP is AAAA, anything else a host name (CNAME).
+ * Returns the type and the address as Go prints it.
+ */
+export function hostType(host: string): { type: number; ip: string } {
+  const b = parseIP(host);
+  if (b === undefined) return { type: RRType.CNAME, ip: '' };
+  const v4 = ipv4Of(b);
+  if (v4 !== undefined) return { type: RRType.A, ip: formatIPv4(v4, 0) };
+  return { type: RRType.AAAA, ip: formatIPv6Go(b, 0) };
+}
+
+type Answer = { answer: ResourceRecord[]; extra: ResourceRecord[]; tc: boolean };
+
+export class External implements Handler {
+  readonly name = 'k8s_external';
+  next: Handler | undefined;
+  /** The provider, found among the block's handlers at startup. */
+  x: Externaler | undefined;
+  private readonly o: ExternalConfig;
+  /** `<apex>.<zone>` for each zone, lower-cased. */
+  private readonly subApex: string[];
+
+  constructor(o: ExternalConfig) {
+    this.o = o;
+    const apex = o.apex.toLowerCase();
+    this.subApex = o.zones.map((z) => apex + '.' + (z === '.' ? '' : z));
+  }
+
+  serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+    const qname = req.name;
+    const zone = zonesMatches(this.o.zones, qname);
+    if (zone === '') return nextOrFailure(this.name, this.next, req, w);
+    const x = this.x!;
+    const zones = this.o.zones;
+    for (let i = 0; i < zones.length; i++) {
+      if (qname === zones[i]) return this.serveApex(req, w, zone, x);
+      if (isSubdomain(qname, this.subApex[i]!)) return this.serveSubApex(req, w, zone, x);
+    }
+
+    const qtype = req.qtype;
+    let endpoints: ExternalEndpoint[] = [];
+    let ptrs: string[] | undefined;
+    let rcode: number;
+    const address = qtype === RRType.PTR ? reverseToAddress(qname) : undefined;
+    if (address !== undefined) {
+      ptrs = x.externalReverse(address, zones[0]!);
+      rcode = ptrs.length === 0 ? Rcode.NXDOMAIN : Rcode.NOERROR;
+    } else {
+      const r = x.external(qname, zone, this.o.headless);
+      rcode = r.rcode;
+      // CoreDNS's External hands a PTR query of a name that is no reverse name only its rcode.
+      if (qtype !== RRType.PTR) endpoints = r.endpoints;
+    }
+
+    const m = replyTo(req.msg);
+    m.aa = true;
+    if ((ptrs === undefined && endpoints.length === 0) || (ptrs !== undefined && ptrs.length === 0)) {
+      if (rcode === Rcode.NXDOMAIN && this.o.fall.through(qname)) return nextOrFailure(this.name, this.next, req, w);
+      m.rcode = rcode;
+      m.authority.push(this.soa(zone, x));
+      w.writeMsg(m);
+      return Rcode.NOERROR;
+    }
+
+    const owner = req.qname;
+    if (ptrs !== undefined) {
+      const seen = new Set<string>();
+      for (const p of ptrs) {
+        if (seen.has(p)) continue;
+        seen.add(p);
+        m.answer.push({ name: owner, type: RRType.PTR, class: RRClass.IN, ttl: this.o.ttl, data: { target: fqdn(p) } });
+      }
+      return this.finish(m, w, zone, x);
+    }
+    switch (qtype) {
+      case RRType.A:
+      case RRType.AAAA: {
+        if (endpoints.some((e) => hostType(e.address).type === RRType.CNAME)) {
+          return this.address(req, endpoints, qtype).then((a) => {
+            m.answer = a.answer;
+            m.tc = a.tc;
+            return this.finish(m, w, zone, x);
+          });
+        }
+        m.answer = this.addressSync(owner, endpoints, qtype);
+        return this.finish(m, w, zone, x);
+      }
+      case RRType.SRV: {
+        if (endpoints.some((e) => e.port !== -1 && hostType(e.address).type === RRType.CNAME)) {
+          return this.srv(req, endpoints).then((a) => {
+            m.answer = a.answer;
+            m.additional = a.extra;
+            return this.finish(m, w, zone, x);
+          });
+        }
+        const a = this.srvSync(owner, endpoints);
+        m.answer = a.answer;
+        m.additional = a.extra;
+        return this.finish(m, w, zone, x);
+      }
+      default:
+        m.authority.push(this.soa(zone, x));
+        w.writeMsg(m);
+        return Rcode.NOERROR;
+    }
+  }
+
+  /** With no answer records the reply is NODATA with the SOA. */
+  private finish(m: Message, w: ResponseWriter, zone: string, x: Externaler): number {
+    if (m.answer.length === 0) m.authority.push(this.soa(zone, x));
+    w.writeMsg(m);
+    return Rcode.NOERROR;
+  }
+
+  /** A/AAAA records of the IP endpoints of the asked family (msg_to_dns.go a/aaaa without host names). */
+  private addressSync(owner: string, endpoints: ExternalEndpoint[], qtype: number): ResourceRecord[] {
+    const out: ResourceRecord[] = [];
+    let seen: Set<string> | undefined;
+    for (const e of endpoints) {
+      const h = hostType(e.address);
+      if (h.type !== qtype) continue;
+      seen ??= new Set();
+      if (seen.has(e.address)) continue;
+      seen.add(e.address);
+      out.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+    }
+    return out;
+  }
+
+  /** A/AAAA with host names: a CNAME to each (once per endpoint, as CoreDNS) and the upstream answer for it. */
+  private async address(req: Request, endpoints: ExternalEndpoint[], qtype: number): Promise<Answer> {
+    const owner = req.qname;
+    const answer: ResourceRecord[] = [];
+    let tc = false;
+    const seen = new Set<string>();
+    for (const e of endpoints) {
+      const h = hostType(e.address);
+      if (h.type === RRType.CNAME) {
+        const target = fqdn(e.address);
+        answer.push({ name: owner, type: RRType.CNAME, class: RRClass.IN, ttl: e.ttl, data: { target } });
+        const resp = await lookup(req, target, qtype);
+        if (resp !== undefined) {
+          answer.push(...resp.answer);
+          if (resp.tc) tc = true;
+        }
+        continue;
+      }
+      if (h.type !== qtype || seen.has(e.address)) continue;
+      seen.add(e.address);
+      answer.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+    }
+    return { answer, extra: [], tc };
+  }
+
+  /** SRV weight as msg_to_dns.go computes it: all endpoints share priority 0 and weight 0. */
+  private static weight(n: number): number {
+    return Math.max(1, Math.floor((100 / (100 * n)) * 100) & 0xffff);
+  }
+
+  /** SRV for IP endpoints: target is the endpoint's name, its address the glue. */
+  private srvSync(owner: string, endpoints: ExternalEndpoint[]): Answer {
+    const answer: ResourceRecord[] = [];
+    const extra: ResourceRecord[] = [];
+    const weight = External.weight(endpoints.length);
+    const dup = new Set<string>();
+    for (const e of endpoints) {
+      if (e.port === -1) continue;
+      const h = hostType(e.address);
+      this.srvOne(owner, e, h, weight, dup, answer, extra);
+    }
+    return { answer, extra, tc: false };
+  }
+
+  private srvOne(owner: string, e: ExternalEndpoint, h: { type: number; ip: string }, weight: number, dup: Set<string>,
+    answer: ResourceRecord[], extra: ResourceRecord[]): boolean {
+    const target = h.type === RRType.CNAME ? fqdn(e.address) : e.target;
+    const port = e.port & 0xffff;
+    const srvKey = target + '\u0000' + port;
+    if (!dup.has(srvKey)) {
+      dup.add(srvKey);
+      answer.push({ name: owner, type: RRType.SRV, class: RRClass.IN, ttl: e.ttl, data: { priority: 0, weight, port, target } });
+    }
+    const addrKey = target + '\u0001' + (h.type === RRType.CNAME ? target : e.address);
+    if (dup.has(addrKey)) return false;
+    dup.add(addrKey);
+    if (h.type !== RRType.CNAME) {
+      extra.push({ name: target, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+      return false;
+    }
+    return true; // the host name's addresses are to be looked up
+  }
+
+  /** SRV with host names among the endpoints: their A and AAAA answers go in the additional section. */
+  private async srv(req: Request, endpoints: ExternalEndpoint[]): Promise<Answer> {
+    const owner = req.qname;
+    const answer: ResourceRecord[] = [];
+    const extra: ResourceRecord[] = [];
+    const weight = External.weight(endpoints.length);
+    const dup = new Set<string>();
+    for (const e of endpoints) {
+      if (e.port === -1) continue;
+      const h = hostType(e.address);
+      if (!this.srvOne(owner, e, h, weight, dup, answer, extra)) continue;
+      const target = fqdn(e.address);
+      const a = await lookup(req, target, RRType.A);
+      if (a !== undefined) extra.push(...a.answer);
+      const aaaa = await lookup(req, target, RRType.AAAA);
+      if (aaaa !== undefined) extra.push(...aaaa.answer);
+    }
+    return { answer, extra, tc: false };
+  }
+
+  /** The zone apex: SOA, NS with the nameserver's addresses as glue, NODATA for anything else. */
+  private serveApex(req: Request, w: ResponseWriter, zone: string, x: Externaler): number {
+    const m = replyTo(req.msg);
+    m.aa = true;
+    switch (req.qtype) {
+      case RRType.SOA:
+        m.answer.push(this.soa(zone, x));
+        break;
+      case RRType.NS: {
+        m.answer.push({ name: zone, type: RRType.NS, class: RRClass.IN, ttl: this.o.ttl, data: { target: join('ns1', this.o.apex, zone) } });
+        // CoreDNS names the glue after the query name as the client wrote it.
+        const glue = join('ns1', this.o.apex, req.qname);
+        for (const ip of x.externalAddress(this.o.headless)) {
+          const h = hostType(ip);
+          if (h.type === RRType.CNAME) continue;
+          m.additional.push({ name: glue, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+        }
+        break;
+      }
+      default:
+        m.authority.push(this.soa(zone, x));
+    }
+    w.writeMsg(m);
+    return Rcode.NOERROR;
+  }
+
+  /** `<apex>.<zone>` (NODATA) and `ns1.<apex>.<zone>` (the nameserver's addresses); NXDOMAIN below. */
+  private serveSubApex(req: Request, w: ResponseWriter, zone: string, x: Externaler): number {
+    const m = replyTo(req.msg);
+    m.aa = true;
+    const base = trimZone(req.name, zone) ?? '';
+    const labels = countLabels(base);
+    if (labels === 1) {
+      m.authority.push(this.soa(zone, x));
+    } else if (labels === 2 && base.slice(0, nextLabel(base, 0)) === 'ns1.') {
+      const qtype = req.qtype;
+      for (const ip of x.externalAddress(this.o.headless)) {
+        const h = hostType(ip);
+        if (h.type === qtype && (qtype === RRType.A || qtype === RRType.AAAA)) {
+          m.answer.push({ name: req.qname, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+        }
+      }
+      if (m.answer.length === 0) m.authority.push(this.soa(zone, x));
+    } else {
+      m.rcode = Rcode.NXDOMAIN;
+      m.authority.push(this.soa(zone, x));
+    }
+    w.writeMsg(m);
+    return Rcode.NOERROR;
+  }
+
+  soa(zone: string, x: Externaler): ResourceRecord<SOAData> {
+    const ttl = this.o.ttl;
+    return {
+      name: zone, type: RRType.SOA, class: RRClass.IN, ttl,
+      data: {
+        mname: join('ns1', this.o.apex, zone), rname: join(HOSTMASTER, this.o.apex, zone),
+        serial: x.externalSerial(zone) >>> 0, refresh: 7200, retry: 1800, expire: 86400, minimum: ttl,
+      },
+    };
+  }
+}
+
+/** upstream.Lookup: a failed lookup contributes nothing, as CoreDNS ignores its error. */
+async function lookup(req: Request, name: string, qtype: number): Promise<Message | undefined> {
+  try {
+    return await req.lookup(name, qtype);
+  } catch {
+    return undefined;
+  }
+}
