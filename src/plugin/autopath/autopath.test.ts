@@ -35,7 +35,8 @@ test('parse: RESOLV-CONF file or @plugin, zones, and the errors of setup.go', as
     [`. {\n autopath a.test @kubernetes\n autopath b.test @other\n}`, { zones: ['b.test.'], plugin: 'other' }],
     ['. {\n autopath\n}', 'plugin/autopath: no resolv-conf specified'],
     ['. {\n autopath /nonexistent/resolv.conf\n}', 'plugin/autopath: failed to parse "/nonexistent/resolv.conf": open /nonexistent/resolv.conf: no such file or directory'],
-    [`. {\n autopath ${dir}\n}`, `plugin/autopath: failed to parse ${JSON.stringify(dir)}: read ${dir}: is a directory`],
+    // A directory reads as an empty file in miekg's ClientConfigFromFile.
+    [`. {\n autopath ${dir}\n}`, { search: [''] }],
   ], { partial: true });
 });
 

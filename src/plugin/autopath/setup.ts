@@ -38,8 +38,8 @@ function readSearch(path: string): string[] {
     text = readFileSync(path, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? '';
-    // A directory opens in Go and fails on the first read.
-    if (code === 'EISDIR') throw new Error(`failed to parse ${JSON.stringify(path)}: read ${path}: is a directory`);
+    // A directory opens in Go, and miekg ignores the failed read: an empty search list.
+    if (code === 'EISDIR') return [];
     throw new Error(`failed to parse ${JSON.stringify(path)}: open ${path}: ${ERRNO_TEXT[code] ?? (e as Error).message}`);
   }
   return parseResolvConfSearch(text);

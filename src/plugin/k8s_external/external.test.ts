@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseTable, runSetup, makeRequest, CaptureWriter, StubHandler, settle } from '../pkg/testing.ts';
 import { parse, plugin, type K8sExternalOptions } from './setup.ts';
-import { External, hostType } from './external.ts';
+import { External, addressType, goAddress } from './external.ts';
 import { Fall } from '../pkg/fall.ts';
 import type { Externaler, ExternalEndpoint, ExternalLookup, ExternalZoneName } from '../pkg/external.ts';
 import type { Request } from '../../core/request.ts';
@@ -241,9 +241,14 @@ test('handler: answers without hostnames are synchronous', () => {
   assert.equal(typeof e.serveDNS(makeRequest('s.n.example.org.', { type: RRType.SRV }), w), 'number');
 });
 
-test('hostType reads addresses as Go net.ParseIP does', () => {
-  assert.deepEqual(hostType('1.2.3.4'), { type: RRType.A, ip: '1.2.3.4' });
-  assert.deepEqual(hostType('::ffff:1.2.3.4'), { type: RRType.A, ip: '1.2.3.4' });
-  assert.deepEqual(hostType('2001:DB8:0:0::1'), { type: RRType.AAAA, ip: '2001:db8::1' });
-  assert.deepEqual(hostType('lb.example.com'), { type: RRType.CNAME, ip: '' });
+test('addressType and goAddress read addresses as Go net.ParseIP does', () => {
+  assert.equal(addressType('1.2.3.4'), RRType.A);
+  assert.equal(addressType('::ffff:1.2.3.4'), RRType.A);
+  assert.equal(addressType('2001:DB8:0:0::1'), RRType.AAAA);
+  assert.equal(addressType('lb.example.com'), RRType.CNAME);
+  assert.equal(addressType('01.2.3.4'), RRType.CNAME);
+  assert.equal(addressType('1:2:3'), RRType.CNAME);
+  assert.equal(goAddress('1.2.3.4'), '1.2.3.4');
+  assert.equal(goAddress('::ffff:1.2.3.4'), '1.2.3.4');
+  assert.equal(goAddress('2001:DB8:0:0::1'), '2001:db8::1');
 });

@@ -14,7 +14,7 @@ import { trimZone, zonesMatches } from '../pkg/zones.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { replyTo } from '../../wire/message.ts';
 import { countLabels, fqdn, isSubdomain, nextLabel, reverseToAddress } from '../../wire/name.ts';
-import { formatIPv4, formatIPv6Go, ipv4Of, parseIP } from '../../wire/ip.ts';
+import { formatIPv4, formatIPv6Go, isIPv4Mapped, parseIPv4, parseIPv6 } from '../../wire/ip.ts';
 import type { Message, ResourceRecord, SOAData } from '../../wire/types.ts';
 
 /** What the handler is configured with (see `K8sExternalOptions` in setup.ts). */
@@ -42,14 +42,29 @@ function join(...labels: string[]): string {
 /**
  * The kind of an endpoint's address as msg.Service.HostType reads it (Go's net.ParseIP): an IPv4
  * address (IPv4-mapped IPv6 included) is A, another IP is AAAA, anything else a host name (CNAME).
- * Returns the type and the address as Go prints it.
  */
-export function hostType(host: string): { type: number; ip: string } {
-  const b = parseIP(host);
-  if (b === undefined) return { type: RRType.CNAME, ip: '' };
-  const v4 = ipv4Of(b);
-  if (v4 !== undefined) return { type: RRType.A, ip: formatIPv4(v4, 0) };
-  return { type: RRType.AAAA, ip: formatIPv6Go(b, 0) };
+export function addressType(host: string): number {
+  if (parseIPv4(host) >= 0) return RRType.A;
+  if (!host.includes(':')) return RRType.CNAME;
+  const b = parseIPv6(host);
+  if (b === undefined) return RRType.CNAME;
+  return isIPv4Mapped(b, 0) ? RRType.A : RRType.AAAA;
+}
+
+/** The address of an A or AAAA endpoint as Go prints it (dotted IPv4 text is already in that form). */
+export function goAddress(host: string): string {
+  if (parseIPv4(host) >= 0) return host;
+  const b = parseIPv6(host)!;
+  return isIPv4Mapped(b, 0) ? formatIPv4(b, 12) : formatIPv6Go(b, 0);
+}
+
+/** Some endpoint (with a port, for SRV) is a host name. */
+function hasHostname(endpoints: readonly ExternalEndpoint[], withPort: boolean): boolean {
+  for (let i = 0; i < endpoints.length; i++) {
+    const e = endpoints[i]!;
+    if ((!withPort || e.port !== -1) && addressType(e.address) === RRType.CNAME) return true;
+  }
+  return false;
 }
 
 type Answer = { answer: ResourceRecord[]; extra: ResourceRecord[]; tc: boolean };
@@ -118,7 +133,7 @@ export class External implements Handler {
     switch (qtype) {
       case RRType.A:
       case RRType.AAAA: {
-        if (endpoints.some((e) => hostType(e.address).type === RRType.CNAME)) {
+        if (hasHostname(endpoints, false)) {
           return this.address(req, endpoints, qtype).then((a) => {
             m.answer = a.answer;
             m.tc = a.tc;
@@ -129,7 +144,7 @@ export class External implements Handler {
         return this.finish(m, w, zone, x);
       }
       case RRType.SRV: {
-        if (endpoints.some((e) => e.port !== -1 && hostType(e.address).type === RRType.CNAME)) {
+        if (hasHostname(endpoints, true)) {
           return this.srv(req, endpoints).then((a) => {
             m.answer = a.answer;
             m.additional = a.extra;
@@ -160,12 +175,12 @@ export class External implements Handler {
     const out: ResourceRecord[] = [];
     let seen: Set<string> | undefined;
     for (const e of endpoints) {
-      const h = hostType(e.address);
-      if (h.type !== qtype) continue;
+      const t = addressType(e.address);
+      if (t !== qtype) continue;
       seen ??= new Set();
       if (seen.has(e.address)) continue;
       seen.add(e.address);
-      out.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+      out.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: goAddress(e.address) } });
     }
     return out;
   }
@@ -177,8 +192,8 @@ export class External implements Handler {
     let tc = false;
     const seen = new Set<string>();
     for (const e of endpoints) {
-      const h = hostType(e.address);
-      if (h.type === RRType.CNAME) {
+      const t = addressType(e.address);
+      if (t === RRType.CNAME) {
         const target = fqdn(e.address);
         answer.push({ name: owner, type: RRType.CNAME, class: RRClass.IN, ttl: e.ttl, data: { target } });
         const resp = await lookup(req, target, qtype);
@@ -188,9 +203,9 @@ export class External implements Handler {
         }
         continue;
       }
-      if (h.type !== qtype || seen.has(e.address)) continue;
+      if (t !== qtype || seen.has(e.address)) continue;
       seen.add(e.address);
-      answer.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+      answer.push({ name: owner, type: qtype, class: RRClass.IN, ttl: this.o.ttl, data: { address: goAddress(e.address) } });
     }
     return { answer, extra: [], tc };
   }
@@ -208,26 +223,26 @@ export class External implements Handler {
     const dup = new Set<string>();
     for (const e of endpoints) {
       if (e.port === -1) continue;
-      const h = hostType(e.address);
-      this.srvOne(owner, e, h, weight, dup, answer, extra);
+      const t = addressType(e.address);
+      this.srvOne(owner, e, t, weight, dup, answer, extra);
     }
     return { answer, extra, tc: false };
   }
 
-  private srvOne(owner: string, e: ExternalEndpoint, h: { type: number; ip: string }, weight: number, dup: Set<string>,
+  private srvOne(owner: string, e: ExternalEndpoint, t: number, weight: number, dup: Set<string>,
     answer: ResourceRecord[], extra: ResourceRecord[]): boolean {
-    const target = h.type === RRType.CNAME ? fqdn(e.address) : e.target;
+    const target = t === RRType.CNAME ? fqdn(e.address) : e.target;
     const port = e.port & 0xffff;
     const srvKey = target + '\u0000' + port;
     if (!dup.has(srvKey)) {
       dup.add(srvKey);
       answer.push({ name: owner, type: RRType.SRV, class: RRClass.IN, ttl: e.ttl, data: { priority: 0, weight, port, target } });
     }
-    const addrKey = target + '\u0001' + (h.type === RRType.CNAME ? target : e.address);
+    const addrKey = target + '\u0001' + (t === RRType.CNAME ? target : e.address);
     if (dup.has(addrKey)) return false;
     dup.add(addrKey);
-    if (h.type !== RRType.CNAME) {
-      extra.push({ name: target, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+    if (t !== RRType.CNAME) {
+      extra.push({ name: target, type: t, class: RRClass.IN, ttl: this.o.ttl, data: { address: goAddress(e.address) } });
       return false;
     }
     return true; // the host name's addresses are to be looked up
@@ -242,8 +257,8 @@ export class External implements Handler {
     const dup = new Set<string>();
     for (const e of endpoints) {
       if (e.port === -1) continue;
-      const h = hostType(e.address);
-      if (!this.srvOne(owner, e, h, weight, dup, answer, extra)) continue;
+      const t = addressType(e.address);
+      if (!this.srvOne(owner, e, t, weight, dup, answer, extra)) continue;
       const target = fqdn(e.address);
       const a = await lookup(req, target, RRType.A);
       if (a !== undefined) extra.push(...a.answer);
@@ -266,9 +281,9 @@ export class External implements Handler {
         // CoreDNS names the glue after the query name as the client wrote it.
         const glue = join('ns1', this.o.apex, req.qname);
         for (const ip of x.externalAddress(this.o.headless)) {
-          const h = hostType(ip);
-          if (h.type === RRType.CNAME) continue;
-          m.additional.push({ name: glue, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+          const t = addressType(ip);
+          if (t === RRType.CNAME) continue;
+          m.additional.push({ name: glue, type: t, class: RRClass.IN, ttl: this.o.ttl, data: { address: goAddress(ip) } });
         }
         break;
       }
@@ -290,9 +305,9 @@ export class External implements Handler {
     } else if (labels === 2 && base.slice(0, nextLabel(base, 0)) === 'ns1.') {
       const qtype = req.qtype;
       for (const ip of x.externalAddress(this.o.headless)) {
-        const h = hostType(ip);
-        if (h.type === qtype && (qtype === RRType.A || qtype === RRType.AAAA)) {
-          m.answer.push({ name: req.qname, type: h.type, class: RRClass.IN, ttl: this.o.ttl, data: { address: h.ip } });
+        const t = addressType(ip);
+        if (t === qtype && (qtype === RRType.A || qtype === RRType.AAAA)) {
+          m.answer.push({ name: req.qname, type: t, class: RRClass.IN, ttl: this.o.ttl, data: { address: goAddress(ip) } });
         }
       }
       if (m.answer.length === 0) m.authority.push(this.soa(zone, x));
