@@ -164,6 +164,15 @@ test('handler: NXDOMAIN and NODATA with the SOA; fallthrough passes NXDOMAIN nam
     (err: unknown) => err instanceof PluginError && err.message === 'plugin/k8s_external: no next plugin found');
 });
 
+test('handler: for the root zone the nameserver names are no special names (CoreDNS looks below `dns..`)', async () => {
+  const { e, x } = handler({ zones: ['.'] });
+  const soa = 'NS .\t5\tIN\tSOA\tns1.dns. hostmaster.dns. 1499347823 7200 1800 86400 5';
+  assert.deepEqual((await ask(e, '.', RRType.SOA)).text, ['rcode=0 aa=true tc=false', soa.replace('NS ', 'AN ')]);
+  assert.deepEqual((await ask(e, 'ns1.dns.', RRType.A)).text, ['rcode=3 aa=true tc=false', soa]);
+  x.data.set('svc.ns.', { endpoints: [ep('1.2.3.4', 'svc.ns.')], rcode: Rcode.NOERROR });
+  assert.deepEqual((await ask(e, 'svc.ns.', RRType.A)).text, ['rcode=0 aa=true tc=false', 'AN svc.ns.\t5\tIN\tA\t1.2.3.4']);
+});
+
 test('handler: headless is handed to the provider', async () => {
   const { e, x } = handler({ headless: true });
   await ask(e, 'a.b.example.org.', RRType.A);

@@ -75,13 +75,14 @@ export class External implements Handler {
   /** The provider, found among the block's handlers at startup. */
   x: Externaler | undefined;
   private readonly o: ExternalConfig;
-  /** `<apex>.<zone>` for each zone, lower-cased. */
+  /** `<apex>.<zone>` for each zone, lower-cased ('' for the root zone). */
   private readonly subApex: string[];
 
   constructor(o: ExternalConfig) {
     this.o = o;
     const apex = o.apex.toLowerCase();
-    this.subApex = o.zones.map((z) => apex + '.' + (z === '.' ? '' : z));
+    // CoreDNS tests `<apex>.` + zone: for the root zone that is `dns..`, below which no name lies.
+    this.subApex = o.zones.map((z) => (z === '.' ? '' : apex + '.' + z));
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
@@ -92,7 +93,8 @@ export class External implements Handler {
     const zones = this.o.zones;
     for (let i = 0; i < zones.length; i++) {
       if (qname === zones[i]) return this.serveApex(req, w, zone, x);
-      if (isSubdomain(qname, this.subApex[i]!)) return this.serveSubApex(req, w, zone, x);
+      const sub = this.subApex[i]!;
+      if (sub !== '' && isSubdomain(qname, sub)) return this.serveSubApex(req, w, zone, x);
     }
 
     const qtype = req.qtype;
