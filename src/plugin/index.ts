@@ -4,6 +4,7 @@
 import type { PluginDefinition } from './plugin.ts';
 import { plugin as acl } from './acl/setup.ts';
 import { plugin as anyPlugin } from './any/setup.ts';
+import { plugin as autopath } from './autopath/setup.ts';
 import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
@@ -16,6 +17,7 @@ import { plugin as health } from './health/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
 import { plugin as loadbalance } from './loadbalance/setup.ts';
 import { plugin as kubernetes } from './kubernetes/setup.ts';
+import { plugin as k8sExternal } from './k8s_external/setup.ts';
 import { plugin as log } from './log/setup.ts';
 import { plugin as loop } from './loop/setup.ts';
 import { plugin as metadata } from './metadata/setup.ts';
@@ -38,6 +40,7 @@ import { plugin as timeouts } from './timeouts/setup.ts';
 export const builtinPlugins: PluginDefinition[] = [
   acl,
   anyPlugin,
+  autopath,
   bind,
   cache,
   chaos,
@@ -50,6 +53,7 @@ export const builtinPlugins: PluginDefinition[] = [
   hosts,
   loadbalance,
   kubernetes,
+  k8sExternal,
   log,
   loop,
   metadata,

@@ -34,7 +34,7 @@ export function parseResolvConfSearch(text: string): string[] {
     if (raw.length > 0 && (raw[0] === '#' || raw[0] === ';')) continue;
     const f = raw.split(/[ \t\r\f\v]+/).filter((x) => x.length > 0);
     if (f[0] === 'search') search = f.slice(1);
-    else if (f[0] === 'domain' && f.length > 1) search = [f[1]!];
+    else if (f[0] === 'domain') search = f.length > 1 ? [f[1]!] : [];
   }
   return search;
 }
