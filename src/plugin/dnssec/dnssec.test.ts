@@ -223,6 +223,13 @@ test('signature cache capacity: 256 shards of max(capacity/256, 4) entries', () 
   assert.equal(big.len, 6);
 });
 
+test('the shard of a cache key is the low byte of Go\'s fnv.New64 over the RRset text (values from Go)', () => {
+  assert.equal(shardOf(formatRecord(parseRecord('www.example.org. 60 IN A 10.0.0.1'))), 24);
+  assert.equal(shardOf(formatRecord(parseRecord(SOA))), 205);
+  assert.equal(shardOf(formatRecord(parseRecord(
+    'nx.example.org. 60 IN NSEC \\000.nx.example.org. A HINFO TXT LOC SRV CERT SSHFP RRSIG NSEC TLSA HIP OPENPGPKEY SPF'))), 137);
+});
+
 test('filterBitmap and keyTag', () => {
   assert.deepEqual(filterBitmap(RRType.A, [1, 2, 3], ResponseType.NoData), [2, 3]);
   assert.deepEqual(filterBitmap(RRType.A, [1, 2, 3], ResponseType.NoError), [1, 2, 3]);
@@ -247,4 +254,12 @@ test('a reply written in wire form is decoded and signed', async () => {
 test('no next plugin: SERVFAIL error as CoreDNS', () => {
   const d = new Dnssec(['example.org.'], [ED], false, new SigCache(100));
   assert.throws(() => d.serveDNS(makeRequest('www.example.org.'), new CaptureWriter()), /plugin\/dnssec: no next plugin found/);
+});
+
+test('a key that fails to sign leaves the RRset unsigned and nothing cached', async () => {
+  const broken: SigningKey = { ...ED, sign: () => { throw new Error('simulated signing failure'); } };
+  const d = handler(['example.org.'], [ED, broken], (req) => reply(req, { answer: ['www.example.org. 60 IN A 10.0.0.1'] }));
+  const m = await ask(d, 'www.example.org.', RRType.A);
+  assert.deepEqual(m.answer.map((r) => r.type), [RRType.A]);
+  assert.equal(d.cache.len, 0);
 });

@@ -144,7 +144,7 @@ export class Dnssec implements Handler {
   /** Signatures over one RRset, from the cache when a fresh one is there. */
   sign(rrs: ResourceRecord[], signer: string, ttl: number, incep: number, expir: number, server: string): ResourceRecord[] {
     let key = '';
-    for (const r of rrs) key += formatRecord(r) + '\n';
+    for (const r of rrs) key += formatRecord(r); // CoreDNS hashes the concatenated rr.String()s
     const m = this.serverMetrics(server);
     const cached = this.cache.get(key);
     if (cached !== undefined && !staleSigs(cached, this.now())) {
@@ -158,7 +158,12 @@ export class Dnssec implements Handler {
       if (this.splitkeys) {
         if (dnskeySet ? !k.ksk : !k.zsk) continue;
       }
-      sigs.push(signRRset(k, rrs, signer, ttl, incep, expir));
+      try {
+        sigs.push(signRRset(k, rrs, signer, ttl, incep, expir));
+      } catch {
+        // CoreDNS: a failed signature leaves the RRset unsigned (no partial set, nothing cached)
+        return [];
+      }
     }
     if (sigs.length > 0) this.cache.add(key, sigs);
     return copySigs(sigs);

@@ -27,6 +27,9 @@ writeFileSync(join(bad, 'Knotkey.private'), 'x\n');
 writeFileSync(join(bad, 'Kempty.key'), '; nothing\n');
 writeFileSync(join(bad, 'Kempty.private'), '');
 copyFileSync(ED + '.key', join(bad, 'Knopriv.key'));
+// `K.private.key` names the pair K.private.key / K.private.private (the suffixes are tested on the name as given)
+copyFileSync(ED + '.key', join(bad, 'Kx.private.key'));
+copyFileSync(ED + '.private', join(bad, 'Kx.private.private'));
 copyFileSync(ED + '.key', join(bad, 'Kbadpriv.key'));
 writeFileSync(join(bad, 'Kbadpriv.private'), 'x\n');
 copyFileSync(ED + '.key', join(bad, 'Kformat.key'));
@@ -50,6 +53,7 @@ test('dnssec parse', async () => {
     [`. {\n dnssec sub.example.org example.net {\n  key file ${ED} ${RSA}\n }\n}`, ok(['sub.example.org.', 'example.net.'], [61805, 41728])],
     [`. {\n dnssec example.org {\n  key file ${ZSK}\n  key file ${KSK}\n }\n}`, ok(['example.org.'], [30502, 47773], DEFAULT_CAPACITY, true)],
     [`. {\n dnssec example.org {\n  key file ${KSK}\n }\n}`, ok(['example.org.'], [47773], DEFAULT_CAPACITY, false)],
+    [`. {\n dnssec example.org {\n  key file ${bad}/Kx.private.key\n }\n}`, ok(['example.org.'], [61805])],
     // CoreDNS ignores a key source it does not know; the next token is then read as a property
     ['. {\n dnssec example.org {\n  key foo\n }\n}', ok(['example.org.'])],
     // errors

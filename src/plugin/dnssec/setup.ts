@@ -46,9 +46,9 @@ function keyParse(c: SetupContext): SigningKey[] {
       if (ks.length === 0) throw d.argErr();
       for (const k of ks) {
         let base = k;
-        // Kmiek.nl.+013+26205.key, .private or no extension
-        if (base.endsWith('.key')) base = base.slice(0, -4);
-        if (base.endsWith('.private')) base = base.slice(0, -8);
+        // Kmiek.nl.+013+26205.key, .private or no extension (both suffixes tested on the name as given)
+        if (k.endsWith('.key')) base = k.slice(0, -4);
+        if (k.endsWith('.private')) base = k.slice(0, -8);
         keys.push(readKeyFiles(base + '.key', base + '.private'));
       }
       break;
