@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseTable, runSetup } from '../pkg/testing.ts';
 import { parse, plugin, DEFAULT_CAPACITY, AWS_UNSUPPORTED, type DnssecOptions } from './setup.ts';
+import type { Dnssec } from './dnssec.ts';
 
 const TD = join(import.meta.dirname, 'testdata');
 // dnssec-keygen made these (bind9-utils): an Ed25519 ZSK, an ECDSA P-256 ZSK and KSK, an RSASHA256 ZSK
@@ -87,4 +88,28 @@ test('dnssec setup: one handler, a cache-cleaning timer started and stopped by t
   assert.equal(r.hooks.shutdown.length, 1);
   await r.start();
   assert.deepEqual(await r.stop(), []);
+});
+
+test('dnssec setup: every 8 hours signatures within two days of expiring leave the cache', async (t) => {
+  t.mock.timers.enable({ apis: ['setInterval', 'Date'], now: Date.UTC(2026, 0, 1) });
+  const r = await runSetup(plugin, `example.org {\n dnssec {\n  key file ${ED}\n }\n}`);
+  const { StubHandler, makeRequest, CaptureWriter, settle } = await import('../pkg/testing.ts');
+  const { replyTo } = await import('../../wire/message.ts');
+  const { parseRecord } = await import('../../wire/text.ts');
+  const h = r.chain(new StubHandler('template', (req, w) => {
+    const m = replyTo(req.msg);
+    m.answer.push(parseRecord('www.example.org. 60 IN A 10.0.0.1'));
+    w.writeMsg(m);
+    return 0;
+  })) as Dnssec;
+  await r.start();
+  await settle(h.serveDNS(makeRequest('www.example.org.', { edns: { do: true } }), new CaptureWriter()));
+  assert.equal(h.cache.len, 1);
+  t.mock.timers.tick(8 * 3600 * 1000 * 17); // 5 days 16 hours: still valid two days on
+  assert.equal(h.cache.len, 1);
+  t.mock.timers.tick(8 * 3600 * 1000); // 6 days: expires exactly two days on, still kept
+  assert.equal(h.cache.len, 1);
+  t.mock.timers.tick(8 * 3600 * 1000); // 6 days 8 hours: expires within two days
+  assert.equal(h.cache.len, 0);
+  await r.stop();
 });
