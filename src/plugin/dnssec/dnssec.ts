@@ -80,7 +80,7 @@ function rrSets(rrs: readonly ResourceRecord[]): ResourceRecord[][] {
   return sets;
 }
 
-interface ServerMetrics { hits: CounterChild; misses: CounterChild }
+interface ServerMetrics { hits: CounterChild; misses: CounterChild; entries: { set(v: number): void } }
 
 export class Dnssec implements Handler {
   readonly name = 'dnssec';
@@ -120,10 +120,10 @@ export class Dnssec implements Handler {
     return nextOrFailure(this.name, this.next, req, w);
   }
 
-  private serverMetrics(server: string): ServerMetrics {
+  serverMetrics(server: string): ServerMetrics {
     let m = this.metrics.get(server);
     if (m === undefined) {
-      m = { hits: cacheHits.child(server), misses: cacheMisses.child(server) };
+      m = { hits: cacheHits.child(server), misses: cacheMisses.child(server), entries: cacheSize.labels(server, 'signature') };
       this.metrics.set(server, m);
     }
     return m;
@@ -270,7 +270,7 @@ export class DnssecWriter implements ResponseWriter {
       return;
     }
     const out = this.d.signReply(res, zone, this.server);
-    cacheSize.labels(this.server, 'signature').set(this.d.cache.len);
+    this.d.serverMetrics(this.server).entries.set(this.d.cache.len);
     this.inner.writeMsg(out);
   }
 
