@@ -11,6 +11,7 @@ import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
+import { plugin as dnssec } from './dnssec/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
 import { plugin as health } from './health/setup.ts';
@@ -47,6 +48,7 @@ export const builtinPlugins: PluginDefinition[] = [
   debug,
   erratic,
   dns64,
+  dnssec,
   errors,
   forward,
   health,

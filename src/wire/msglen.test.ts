@@ -28,3 +28,18 @@ test('messageLength equals the uncompressed encoding', () => {
   assert.equal(nameWireLength('a.b.'), 5);
   assert.equal(nameWireLength('\\065.b.'), 5);
 });
+
+test('messageLength counts DNSKEY keys and RRSIG signatures as miekg does: base64.DecodedLen, a multiple of 3', () => {
+  const m: Message = {
+    ...replyTo(newQuery('example.org.', 48)),
+    answer: [
+      { name: 'example.org.', type: 48, class: 1, ttl: 5, data: { flags: 256, protocol: 3, algorithm: 15, publicKey: new Uint8Array(32) } },
+      {
+        name: 'example.org.', type: 46, class: 1, ttl: 5,
+        data: { typeCovered: 48, algorithm: 15, labels: 2, originalTTL: 3600, expiration: 2, inception: 1, keyTag: 7, signerName: 'example.org.', signature: new Uint8Array(64) },
+      },
+    ],
+  };
+  // 32 key bytes count 33, 64 signature bytes count 66 (CoreDNS's response size metrics and {rsize})
+  assert.equal(messageLength(m), encodeMessage(m, { compress: false }).length + 1 + 2);
+});

@@ -42,6 +42,11 @@ export function nameWireLength(name: string): number {
   return octets + labels + 1;
 }
 
+/** Go's base64.StdEncoding.DecodedLen of the padded base64 text of `n` bytes. */
+function base64DecodedLen(n: number): number {
+  return Math.ceil(n / 3) * 3;
+}
+
 function typeBitmapLength(types: number[]): number {
   if (types.length === 0) return 0;
   let len = 0;
@@ -98,10 +103,12 @@ export function rdataLength(type: number, data: RData): number {
       return 4 + 3 + d.flags.length + d.services.length + d.regexp.length + nameWireLength(d.replacement);
     }
     case 43: case 59: case 32768: case 32769: return 4 + (data as DSData).digest.length; // DS CDS TA DLV
-    case 48: case 60: case 25: return 4 + (data as DNSKEYData).publicKey.length; // DNSKEY CDNSKEY KEY
+    // miekg keeps the key and signature as (padded) base64 and counts base64.DecodedLen of it:
+    // the byte length rounded up to a multiple of 3
+    case 48: case 60: case 25: return 4 + base64DecodedLen((data as DNSKEYData).publicKey.length); // DNSKEY CDNSKEY KEY
     case 46: case 24: { // RRSIG SIG
       const d = data as RRSIGData;
-      return 18 + nameWireLength(d.signerName) + d.signature.length;
+      return 18 + nameWireLength(d.signerName) + base64DecodedLen(d.signature.length);
     }
     case 47: { // NSEC
       const d = data as NSECData;

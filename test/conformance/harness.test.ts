@@ -72,3 +72,42 @@ test('side-by-side diff marks changed lines', () => {
   assert.match(out, /b +\| B/);
   assert.match(out, /> d/);
 });
+
+function signed(alg: number, inception: number, sig: string): Buffer {
+  return dnsPacket.encode({
+    type: 'response', id: 7, flags: dnsPacket.AUTHORITATIVE_ANSWER,
+    questions: [{ type: 'A', name: 'x.example' }],
+    answers: [
+      { type: 'A', name: 'x.example', ttl: 60, data: '1.1.1.1' },
+      {
+        type: 'RRSIG', name: 'x.example', ttl: 60,
+        data: {
+          typeCovered: 'A', algorithm: alg, labels: 2, originalTTL: 3600, expiration: inception + 11 * 3600 * 24,
+          inception, keyTag: 1, signersName: 'example', signature: Buffer.from(sig),
+        },
+      },
+    ],
+  } as any);
+}
+
+test('rrsig: same-second deterministic signatures compared; else times within the skew aligned and signatures masked', () => {
+  const pair = (x: Buffer, y: Buffer, rrsig: boolean): [string[], string[]] =>
+    renderPair(parseReply({ bytes: x, localPort: 1 }, 7), parseReply({ bytes: y, localPort: 1 }, 7), { ...DEFAULT_NORMALISE, rrsig });
+  // Ed25519, same second: the signature bytes count
+  let [a, b] = pair(signed(15, 1000, 'aaa'), signed(15, 1000, 'bbb'), true);
+  assert.notDeepEqual(a, b);
+  [a, b] = pair(signed(15, 1000, 'aaa'), signed(15, 1000, 'aaa'), true);
+  assert.deepEqual(a, b);
+  // a second apart: aligned and masked
+  [a, b] = pair(signed(15, 1000, 'aaa'), signed(15, 1001, 'bbb'), true);
+  assert.deepEqual(a, b);
+  assert.ok(a.some((l) => l.includes('<signature>')));
+  // ECDSA: always masked
+  [a, b] = pair(signed(13, 1000, 'aaa'), signed(13, 1000, 'bbb'), true);
+  assert.deepEqual(a, b);
+  // beyond the skew, or undeclared: a difference
+  [a, b] = pair(signed(13, 1000, 'aaa'), signed(13, 1100, 'aaa'), true);
+  assert.notDeepEqual(a, b);
+  [a, b] = pair(signed(13, 1000, 'aaa'), signed(13, 1001, 'aaa'), false);
+  assert.notDeepEqual(a, b);
+});

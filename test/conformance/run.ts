@@ -21,7 +21,7 @@ export interface CaseConfig {
   shuffle?: boolean;
   ttlDecay?: number;
   /** what to leave out of the comparison, each with its justification */
-  ignore?: Partial<Record<'version' | 'size' | 'ttl', string>>;
+  ignore?: Partial<Record<'version' | 'size' | 'ttl' | 'rrsig', string>>;
   probe?: string;
 }
 
@@ -34,7 +34,7 @@ export function loadCaseConfig(dir: string): CaseConfig {
   const known = new Set(['description', 'shuffle', 'ttlDecay', 'ignore', 'probe']);
   for (const k of Object.keys(c)) if (!known.has(k)) throw new Error(`${f}: unknown key ${k}`);
   for (const [k, why] of Object.entries(c.ignore ?? {})) {
-    if (!['version', 'size', 'ttl'].includes(k)) throw new Error(`${f}: unknown ignore key ${k}`);
+    if (!['version', 'size', 'ttl', 'rrsig'].includes(k)) throw new Error(`${f}: unknown ignore key ${k}`);
     if (typeof why !== 'string' || why.trim().length < 10) throw new Error(`${f}: ignore.${k} needs a justification string`);
   }
   return c;
@@ -48,6 +48,7 @@ function normaliseFor(c: CaseConfig): Normalise {
     version: c.ignore?.version !== undefined,
     ignoreSize: c.ignore?.size !== undefined,
     ignoreTtl: c.ignore?.ttl !== undefined,
+    rrsig: c.ignore?.rrsig !== undefined,
   };
 }
 

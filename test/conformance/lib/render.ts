@@ -17,7 +17,16 @@ export interface Normalise {
   ignoreTtl: boolean;
   /** mask SOA serials (kubernetes: the time each server processed its last change) */
   soaSerial?: boolean;
+  /**
+   * RRSIGs signed on the fly (dnssec): unless both sides signed in the same second with a deterministic
+   * algorithm, the signature bytes are masked and the subject's inception and
+   * expiration may differ from the reference's by up to RRSIG_CLOCK_SKEW seconds (same validity span)
+   */
+  rrsig?: boolean;
 }
+
+/** How far apart (seconds) the two servers' signing clocks may be when `rrsig` is declared. */
+export const RRSIG_CLOCK_SKEW = 5;
 
 export const DEFAULT_NORMALISE: Normalise = { shuffle: false, ttlDecay: 0, version: false, ignoreSize: false, ignoreTtl: false };
 
@@ -92,6 +101,9 @@ function rdata(r: AnyRec, localPort: number): string {
     case 'TXT': case 'SPF': return (Array.isArray(d) ? d : [d]).map(quote).join(' ');
     case 'HINFO': return `${quote(d.cpu)} ${quote(d.os)}`;
     case 'CAA': return `${d.flags} ${d.tag} ${quote(d.value)}`;
+    case 'RRSIG':
+      return `${d.typeCovered} ${d.algorithm} ${d.labels} ${d.originalTTL} ${d.expiration} ${d.inception} ${d.keyTag} `
+        + `${fqdn(d.signersName)} ${(d.signature as Buffer).toString('base64')}`;
     default: return jsonish(d);
   }
 }
@@ -196,6 +208,7 @@ function normaliseOne(p: Parsed, n: Normalise): void {
 export function renderPair(ref: Parsed, sub: Parsed, n: Normalise): [string[], string[]] {
   normaliseOne(ref, n);
   normaliseOne(sub, n);
+  if (n.rrsig) normaliseRrsigs(ref, sub);
   for (let i = 0; i < Math.min(ref.sections.length, sub.sections.length); i++) {
     const a = ref.sections[i].records;
     const b = sub.sections[i].records;
@@ -207,6 +220,55 @@ export function renderPair(ref: Parsed, sub: Parsed, n: Normalise): [string[], s
     }
   }
   return [render(ref, n), render(sub, n)];
+}
+
+const RRSIG_RE = /^(\S+\tRRSIG\t\S+ \d+ \d+ \d+) (\d+) (\d+) (\d+ \S+) \S+$/;
+
+/** DNSSEC algorithms whose signatures are a function of key and data (RSA PKCS#1 v1.5, Ed25519/Ed448). */
+const DETERMINISTIC_ALGS = new Set(['1', '5', '7', '8', '10', '15', '16']);
+
+/**
+ * RRSIGs at the same place on both sides: signed in the same second with a deterministic algorithm, they must be
+ * equal byte for byte; otherwise the subject's inception/expiration are aligned to the reference's when within
+ * the clock skew (same validity span) and both signatures masked. Any other RRSIG has its signature masked.
+ */
+function normaliseRrsigs(ref: Parsed, sub: Parsed): void {
+  const setRest = (r: Rec, rest: string): void => {
+    r.rest = rest;
+    r.key = `${r.owner}\t${rest}`;
+  };
+  const keep = new Set<Rec>();
+  for (let i = 0; i < Math.min(ref.sections.length, sub.sections.length); i++) {
+    const a = ref.sections[i].records;
+    const b = sub.sections[i].records;
+    for (let j = 0; j < Math.min(a.length, b.length); j++) {
+      const ma = RRSIG_RE.exec(a[j].rest);
+      const mb = RRSIG_RE.exec(b[j].rest);
+      if (ma === null || mb === null || ma[1] !== mb[1] || ma[4] !== mb[4]) continue;
+      const alg = ma[1].split(' ')[1];
+      if (ma[2] === mb[2] && ma[3] === mb[3] && DETERMINISTIC_ALGS.has(alg)) {
+        keep.add(a[j]);
+        keep.add(b[j]);
+        continue;
+      }
+      const [ea, ia, eb, ib] = [Number(ma[2]), Number(ma[3]), Number(mb[2]), Number(mb[3])];
+      if (ea - ia === eb - ib && Math.abs(ia - ib) <= RRSIG_CLOCK_SKEW) {
+        setRest(b[j], `${ma[1]} ${ma[2]} ${ma[3]} ${mb[4]} <signature>`);
+        setRest(a[j], `${ma[1]} ${ma[2]} ${ma[3]} ${ma[4]} <signature>`);
+        keep.add(a[j]);
+        keep.add(b[j]);
+      }
+    }
+  }
+  for (const p of [ref, sub]) {
+    for (const s of p.sections) {
+      for (const r of s.records) {
+        if (keep.has(r)) continue;
+        const m = RRSIG_RE.exec(r.rest);
+        if (m !== null) setRest(r, `${m[1]} ${m[2]} ${m[3]} ${m[4]} <signature>`);
+      }
+    }
+  }
 }
 
 export function render(p: Parsed, n: Normalise = DEFAULT_NORMALISE): string[] {
