@@ -9,6 +9,7 @@ import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
+import { plugin as geoip } from './geoip/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
@@ -43,6 +44,7 @@ export const builtinPlugins: PluginDefinition[] = [
   chaos,
   debug,
   erratic,
+  geoip,
   dns64,
   errors,
   forward,
