@@ -26,6 +26,7 @@ import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
+import { plugin as shed } from './shed/setup.ts';
 import { plugin as view } from './view/setup.ts';
 import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
@@ -61,6 +62,7 @@ export const builtinPlugins: PluginDefinition[] = [
   reload,
   rewrite,
   siit,
+  shed,
   view,
   template,
   whoami,
