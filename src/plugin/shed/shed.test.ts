@@ -134,7 +134,7 @@ test('shed: setup installs the UDP writer and the handler', async () => {
   assert.equal(typeof factory, 'function');
 });
 
-/** A test plugin that holds every query until the test releases them all at once: a burst of replies in one tick. */
+/** A test plugin that holds every query (but `now.*`) until the test releases them all at once: a burst of replies in one tick. */
 function holdPlugin(held: { count: number; release: () => void }): PluginDefinition {
   const waiting: (() => void)[] = [];
   held.release = () => { for (const f of waiting.splice(0)) f(); };
@@ -144,7 +144,7 @@ function holdPlugin(held: { count: number; release: () => void }): PluginDefinit
       c.addPlugin((next) => ({
         name: 'hold',
         serveDNS(req: Request, w: ResponseWriter): HandlerResult {
-          if (req.name === 'now.shed-e2e.example.') return nextOrFailure('hold', next, req, w);
+          if (req.name.startsWith('now.')) return nextOrFailure('hold', next, req, w);
           held.count++;
           return new Promise<void>((resolve) => { waiting.push(resolve); }).then(() => nextOrFailure('hold', next, req, w));
         },
@@ -199,6 +199,28 @@ test('shed on a real socket: a burst beyond the budget evicts the oldest replies
     assert.ok(reply.additional.length > 0, 'whoami answered');
   } finally {
     client.close();
+    await server.stop();
+  }
+});
+
+test('shed across reloads: each configuration gets its own writer; replies in flight go out through theirs', async () => {
+  const held = { count: 0, release: () => {} };
+  const corefile = (extra: string): string => `shed-reload.example:0 {\n  ${extra}\n  hold\n  whoami\n}\n`;
+  const server = await startServer({ dnsPort: 0, corefile: corefile('shed'), plugins: [{ plugin: holdPlugin(held), before: 'whoami' }] });
+  const ask = (name: string): Promise<Buffer> => exchange(server.port, encodeMessage(newQuery(name, 1, 1)), { timeoutMs: 3000 });
+  try {
+    const inFlight = ask('held.shed-reload.example.');
+    const deadline = Date.now() + 3000;
+    while (held.count < 1 && Date.now() < deadline) await tick();
+    assert.equal(held.count, 1);
+    assert.equal(await server.reload(corefile('shed\n  # reloaded')), undefined);
+    assert.equal(decodeMessage(await ask('now.shed-reload.example.')).rcode, Rcode.NOERROR, 'answered by the new configuration');
+    held.release();
+    assert.equal(decodeMessage(await inFlight).rcode, Rcode.NOERROR, 'the held reply went out through the old writer');
+    // Without shed, replies go straight to the socket again.
+    assert.equal(await server.reload(corefile('# no shed')), undefined);
+    assert.equal(decodeMessage(await ask('now.shed-reload.example.')).rcode, Rcode.NOERROR);
+  } finally {
     await server.stop();
   }
 });
