@@ -5,7 +5,7 @@
 
 import type {
   BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, MetadataCollector, PluginFactory, ReloadControl,
-  RouteFilter, SetupContext,
+  RouteFilter, SetupContext, UdpWriterFactory,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, zoneAddrString, type ZoneAddr } from '../corefile/address.ts';
@@ -74,6 +74,7 @@ class Block implements BlockConfig {
   viewName = '';
   readonly filters: RouteFilter[] = [];
   collector: MetadataCollector | undefined;
+  udpWriter: UdpWriterFactory | undefined;
 
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
@@ -94,6 +95,10 @@ class Block implements BlockConfig {
 
   setMetadataCollector(collect: MetadataCollector): void {
     this.collector ??= collect;
+  }
+
+  setUdpWriter(factory: UdpWriterFactory): void {
+    this.udpWriter = factory;
   }
 }
 
@@ -212,6 +217,7 @@ export class Instance implements InstanceServices {
     const zonesByAddr = new Map<string, Map<string, Block[]>>();
     const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean; filtered: boolean }>();
     const connByAddr = new Map<string, ConnectionLimits>();
+    const udpWriterByAddr = new Map<string, UdpWriterFactory>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns') {
@@ -257,6 +263,8 @@ export class Instance implements InstanceServices {
           if (block.writeTimeoutMs !== undefined) c.writeTimeoutMs = block.writeTimeoutMs;
           if (block.idleTimeoutMs !== undefined) c.idleTimeoutMs = block.idleTimeoutMs;
           if (block.maxTcpQueries !== undefined) c.maxTcpQueries = block.maxTcpQueries;
+          // A UDP write discipline (shed): as CoreDNS's NewServer, the last block on the address with one wins.
+          if (block.udpWriter !== undefined) udpWriterByAddr.set(addr, block.udpWriter);
         }
       }
     }
@@ -277,6 +285,7 @@ export class Instance implements InstanceServices {
       const table: ServeTable = {
         name: addr, zones, zoneLengths, filtered: f.filtered, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
         log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
+        udpWriter: udpWriterByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);

@@ -621,3 +621,58 @@ test('plainAddress reports IPv4-mapped clients as Go does', () => {
   assert.equal(plainAddress('2001:db8::1'), '2001:db8::1');
   assert.equal(plainAddress('10.0.0.1'), '10.0.0.1');
 });
+
+test('a UDP write discipline (ServeTable.udpWriter) gets every UDP reply; made at bind and for each new table', async () => {
+  const made: { server: string; local: string; sent: number }[] = [];
+  const withWriter = (label: string): ServeTable => ({
+    ...makeTable({ '.': echo(label) }),
+    udpWriter: (sock, server, localAddress, localPort) => {
+      const rec = { server, local: `${localAddress}:${localPort}`, sent: 0 };
+      made.push(rec);
+      return {
+        send(msg: Uint8Array, port: number, address: string): void { rec.sent++; sock.send(msg, port, address); },
+        pending: () => 0,
+      };
+    },
+  });
+  const l = new DnsListener('127.0.0.1', 0, withWriter('a'));
+  await l.listen();
+  try {
+    assert.deepEqual(made.map((m) => m.local), [`127.0.0.1:${l.port}`], 'made when the socket is bound');
+    assert.equal(made[0]!.server, 'dns://127.0.0.1:0');
+    const r1 = await udpExchange(l.port, q('x.example.', 1));
+    r1.sock.close();
+    assert.equal(r1.reply?.rcode, Rcode.NOERROR);
+    assert.equal(made[0]!.sent, 1);
+    l.table = withWriter('b');
+    assert.equal(made.length, 2, 'a new table: a new writer at once');
+    const r2 = await udpExchange(l.port, q('y.example.', 2));
+    r2.sock.close();
+    assert.deepEqual([made[0]!.sent, made[1]!.sent], [1, 1]);
+    // TCP replies never go through it.
+    const tcpReply = await new Promise<Buffer>((resolve, reject) => {
+      const c = net.connect({ port: l.port, host: '127.0.0.1' });
+      let buf = Buffer.alloc(0);
+      c.on('error', reject);
+      c.on('data', (d) => {
+        buf = Buffer.concat([buf, d]);
+        if (buf.length >= 2 && buf.length >= buf.readUInt16BE(0) + 2) { c.destroy(); resolve(buf.subarray(2)); }
+      });
+      const m = q('t.example.', 4);
+      const framed = Buffer.alloc(m.length + 2);
+      framed.writeUInt16BE(m.length, 0);
+      m.copy(framed, 2);
+      c.write(framed);
+    });
+    assert.equal(decodeMessage(tcpReply).rcode, Rcode.NOERROR);
+    assert.deepEqual([made[0]!.sent, made[1]!.sent], [1, 1]);
+    // A table without one: replies go straight to the socket again.
+    l.table = makeTable({ '.': echo('c') });
+    const r3 = await udpExchange(l.port, q('z.example.', 3));
+    r3.sock.close();
+    assert.equal(r3.reply?.rcode, Rcode.NOERROR);
+    assert.deepEqual([made.length, made[0]!.sent, made[1]!.sent], [2, 1, 1]);
+  } finally {
+    await l.close();
+  }
+});

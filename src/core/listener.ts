@@ -5,6 +5,7 @@
 import dgram from 'node:dgram';
 import net from 'node:net';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
+import type { UdpSocket, UdpWriter } from '../plugin/plugin.ts';
 import { plainAddress } from '../wire/ip.ts';
 
 /**
@@ -33,8 +34,12 @@ export class DnsListener {
   readonly host: string;
   /** Port actually bound (differs from the configured one only for port 0). */
   port: number;
-  table: ServeTable;
+  private tableRef: ServeTable;
   private udp: dgram.Socket | undefined;
+  /** The UDP write discipline of `udpWriterTable` (a table with `udpWriter`) on `udpWriterSock`. */
+  private udpWriter: UdpWriter | undefined;
+  private udpWriterTable: ServeTable | undefined;
+  private udpWriterSock: dgram.Socket | undefined;
   private tcp: net.Server | undefined;
   private readonly conns = new Set<TcpConnection>();
   private inflight = 0;
@@ -47,9 +52,20 @@ export class DnsListener {
   constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
     this.port = port;
-    this.table = table;
+    this.tableRef = table;
     this.tcpReadTimeoutMs = opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     this.tcpIdleTimeoutMs = opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+  }
+
+  /** The routing table in force; a reload replaces it (the UDP write discipline of the new one is made at once). */
+  get table(): ServeTable { return this.tableRef; }
+  set table(t: ServeTable) {
+    this.tableRef = t;
+    const sock = this.udp;
+    if (t.udpWriter !== undefined && sock !== undefined) {
+      const local = sock.address();
+      this.writerFor(t, sock, plainAddress(local.address), local.port);
+    }
   }
 
   /** Address for socket calls: the wildcard is dual-stack `::` where IPv6 exists. */
@@ -98,10 +114,14 @@ export class DnsListener {
         const local = sock.address();
         const localAddress = plainAddress(local.address);
         const localPort = local.port;
+        if (this.table.udpWriter !== undefined) this.writerFor(this.table, sock, localAddress, localPort);
         sock.on('message', (buf, rinfo) => {
-          const sink = new UdpSink(sock, rinfo.address, rinfo.port);
+          const table = this.table;
+          // With a write discipline (shed), replies go through the socket's writer for this configuration.
+          const out = table.udpWriter === undefined ? sock : this.writerFor(table, sock, localAddress, localPort);
+          const sink = new UdpSink(out, rinfo.address, rinfo.port);
           const remote = plainAddress(rinfo.address);
-          this.track(serveMessage(this.table, buf, 'udp', remote, rinfo.port, localAddress, localPort, sink));
+          this.track(serveMessage(table, buf, 'udp', remote, rinfo.port, localAddress, localPort, sink));
         });
         resolve();
       });
@@ -125,6 +145,19 @@ export class DnsListener {
         resolve();
       });
     });
+  }
+
+  /**
+   * The UDP writer of `table` (which has a `udpWriter` factory) on `sock`: made once per configuration and
+   * socket, when the socket is bound or the configuration replaced (CoreDNS: when the server starts serving).
+   */
+  private writerFor(table: ServeTable, sock: dgram.Socket, localAddress: string, localPort: number): UdpWriter {
+    if (this.udpWriterTable !== table || this.udpWriterSock !== sock || this.udpWriter === undefined) {
+      this.udpWriterTable = table;
+      this.udpWriterSock = sock;
+      this.udpWriter = table.udpWriter!(sock, table.name, localAddress, localPort);
+    }
+    return this.udpWriter;
   }
 
   /** Count queries in flight so a graceful stop can wait for them. */
@@ -162,7 +195,7 @@ export class DnsListener {
     }
     for (const c of this.conns) c.destroy();
     if (udp) {
-      await udpSendsDone(udp, deadline);
+      await udpSendsDone(udp, this.udpWriter, deadline);
       await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
     }
   }
@@ -181,22 +214,23 @@ export class DnsListener {
  * a tick (its address goes through an asynchronous lookup) and queues it in libuv while the socket
  * buffer is full — closing the socket before either drops the reply (the one to the query that
  * finished last, typically). Nothing is counted per send: one setImmediate lets every pending
- * lookup callback run, then libuv's own queue count says what is still waiting (polled only when
- * something is, until `deadline`).
+ * lookup callback run, then libuv's own queue count, and what a write discipline (shed) still holds,
+ * say what is still waiting (polled only when something is, until `deadline`).
  */
-async function udpSendsDone(udp: dgram.Socket, deadline: number): Promise<void> {
+async function udpSendsDone(udp: dgram.Socket, writer: UdpWriter | undefined, deadline: number): Promise<void> {
   await new Promise<void>((resolve) => { setImmediate(resolve); });
-  while (udp.getSendQueueCount() > 0 && Date.now() < deadline) {
+  while ((udp.getSendQueueCount() > 0 || (writer !== undefined && writer.pending() > 0)) && Date.now() < deadline) {
     await new Promise<void>((resolve) => { setTimeout(resolve, 1); });
   }
 }
 
 /** Where a UDP reply goes: the socket the query came in on, back to its sender. */
 class UdpSink implements ReplySink {
-  private readonly sock: dgram.Socket;
+  /** The socket, or the write discipline installed on it. */
+  private readonly sock: UdpSocket | UdpWriter;
   private readonly address: string;
   private readonly port: number;
-  constructor(sock: dgram.Socket, address: string, port: number) {
+  constructor(sock: UdpSocket | UdpWriter, address: string, port: number) {
     this.sock = sock;
     this.address = address;
     this.port = port;

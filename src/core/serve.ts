@@ -5,7 +5,7 @@
 
 import { channel } from 'node:diagnostics_channel';
 import type {
-  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger,
+  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory,
 } from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
@@ -73,6 +73,8 @@ export interface ServeTable extends ConnectionLimits {
    * the only ones copied from a query into a reply without an OPT of its own. Live: it only grows.
    */
   readonly ednsSupported: ReadonlySet<number>;
+  /** A block's UDP write discipline (BlockConfig.setUdpWriter, e.g. shed); undefined: replies go straight to the socket. */
+  readonly udpWriter?: UdpWriterFactory;
   /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
   router?: SubQueryRouter;
 }

@@ -10,6 +10,7 @@ import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
+import { plugin as geoip } from './geoip/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as dnssec } from './dnssec/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
@@ -28,6 +29,7 @@ import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
+import { plugin as shed } from './shed/setup.ts';
 import { plugin as view } from './view/setup.ts';
 import { plugin as template } from './template/setup.ts';
 import { plugin as whoami } from './whoami/setup.ts';
@@ -47,6 +49,7 @@ export const builtinPlugins: PluginDefinition[] = [
   chaos,
   debug,
   erratic,
+  geoip,
   dns64,
   dnssec,
   errors,
@@ -65,6 +68,7 @@ export const builtinPlugins: PluginDefinition[] = [
   reload,
   rewrite,
   siit,
+  shed,
   view,
   template,
   whoami,

@@ -119,7 +119,33 @@ export interface BlockConfig {
    * for this block. It starts the request's metadata (`req.beginMetadata()`) and asks the providers.
    */
   setMetadataCollector(collect: MetadataCollector): void;
+  /**
+   * Install a write discipline on the UDP sockets this block listens on (CoreDNS's Config.UDPDecorateWriterFunc,
+   * what the *shed* plugin does; of the blocks sharing a listen address, the last that sets one wins). Each UDP
+   * socket calls `factory` once per configuration, on its first datagram, and from then on hands every reply of
+   * that socket to the writer it returned instead of sending it itself. Without one, replies go straight to the socket.
+   */
+  setUdpWriter(factory: UdpWriterFactory): void;
 }
+
+/** The part of a UDP socket a write discipline sends through (node:dgram's `Socket.send`). */
+export interface UdpSocket {
+  send(msg: Uint8Array, port: number, address: string, callback?: (error: Error | null, bytes: number) => void): void;
+}
+
+/** What a UDP listener hands its replies to when a write discipline is installed. */
+export interface UdpWriter {
+  /** Send (or queue, or drop) one reply to `address`:`port`; never throws. */
+  send(msg: Uint8Array, port: number, address: string): void;
+  /** Replies accepted and not yet handed to the socket (a closing listener waits for them, within its grace). */
+  pending(): number;
+}
+
+/**
+ * Makes the writer of one UDP socket: `server` is the listen address's server name (`dns://:53`),
+ * `localAddress`/`localPort` the socket's (what `Request.localAddress`/`localPort` say for its queries).
+ */
+export type UdpWriterFactory = (socket: UdpSocket, server: string, localAddress: string, localPort: number) => UdpWriter;
 
 /** A routing filter of a view: true when the block may serve the request. */
 export type RouteFilter = (req: Request) => boolean;

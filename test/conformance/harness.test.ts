@@ -41,6 +41,20 @@ test('encoded query decodes with dns-packet, name case kept', () => {
   assert.equal(p.additionals[0].options[0].code, 10);
 });
 
+test('+subnet=ADDR/LEN encodes a client-subnet option as dig does', () => {
+  const opt = (line: string): string => parseQueryLine(line).options[0]!.data.toString('hex');
+  assert.equal(parseQueryLine('a. A +subnet=81.2.69.142/24').options[0]!.code, 8);
+  assert.equal(opt('a. A +subnet=81.2.69.142/24'), '00011800' + '510245');
+  assert.equal(opt('a. A +subnet=81.2.69.142'), '00012000' + '5102458e');
+  assert.equal(opt('a. A +subnet=81.2.69.142/20'), '00011400' + '510240');
+  assert.equal(opt('a. A +subnet=0.0.0.0/0'), '00010000');
+  assert.equal(opt('a. A +subnet=2001:db8:1::5/56'), '00023800' + '20010db8000100');
+  assert.equal(opt('a. A +subnet=::1'), '00028000' + '00000000000000000000000000000001');
+  assert.throws(() => parseQueryLine('a. A +subnet=81.2.69.300/24'));
+  assert.throws(() => parseQueryLine('a. A +subnet=81.2.69.1/33'));
+  assert.throws(() => parseQueryLine('a. A +subnet=2001:db8::g/64'));
+});
+
 function reply(ttl: number, answers: string[], id = 7): Buffer {
   return dnsPacket.encode({
     type: 'response', id, flags: dnsPacket.AUTHORITATIVE_ANSWER,

@@ -94,6 +94,7 @@ export function parseQueryLine(line: string): QuerySpec {
         q.options.push({ code: Number(code), data: Buffer.from(hex ?? '', 'hex') });
         break;
       }
+      case 'subnet': q.edns = true; q.options.push({ code: 8, data: subnetOption(val ?? '') }); break;
       case 'class': q.qclass = classNumber(val ?? 'IN'); break;
       case 'opcode': q.flags = (q.flags & ~0x7800) | ((Number(val ?? '0') & 0xf) << 11); break;
       case 'norec': q.flags &= ~FLAG_BITS.rd; break;
@@ -107,6 +108,46 @@ export function parseQueryLine(line: string): QuerySpec {
     }
   }
   return q;
+}
+
+/**
+ * dig's `+subnet=ADDR[/LEN]`: an EDNS0 client-subnet option (code 8, RFC 7871) with family 1 or 2, source
+ * prefix LEN (default the full address), scope 0 and only the address bytes the prefix covers, masked.
+ */
+export function subnetOption(spec: string): Buffer {
+  const [addr = '', len] = spec.split('/', 2);
+  const v6 = addr.includes(':');
+  const bytes = v6 ? ipv6Bytes(addr) : Buffer.from(addr.split('.').map((x) => {
+    const n = Number(x);
+    if (!/^\d{1,3}$/.test(x) || n > 255) throw new Error(`bad +subnet address ${addr}`);
+    return n;
+  }));
+  if (bytes.length !== (v6 ? 16 : 4)) throw new Error(`bad +subnet address ${addr}`);
+  const max = v6 ? 128 : 32;
+  const prefix = len === undefined ? max : Number(len);
+  if (!Number.isInteger(prefix) || prefix < 0 || prefix > max) throw new Error(`bad +subnet prefix ${spec}`);
+  const n = Math.ceil(prefix / 8);
+  const out = Buffer.alloc(4 + n);
+  out.writeUInt16BE(v6 ? 2 : 1, 0);
+  out[2] = prefix;
+  out[3] = 0;
+  for (let i = 0; i < n; i++) {
+    const keep = Math.min(8, prefix - i * 8);
+    out[4 + i] = bytes[i]! & ((0xff << (8 - keep)) & 0xff);
+  }
+  return out;
+}
+
+function ipv6Bytes(s: string): Buffer {
+  const [head = '', tail] = s.split('::', 2);
+  const hs = head === '' ? [] : head.split(':');
+  const ts = tail === undefined || tail === '' ? [] : tail.split(':');
+  const fill = tail === undefined ? 0 : 8 - hs.length - ts.length;
+  const groups = [...hs, ...Array<string>(Math.max(fill, 0)).fill('0'), ...ts];
+  if (groups.length !== 8 || groups.some((g) => !/^[0-9a-fA-F]{1,4}$/.test(g))) throw new Error(`bad +subnet address ${s}`);
+  const b = Buffer.alloc(16);
+  groups.forEach((g, i) => { b.writeUInt16BE(parseInt(g, 16), i * 2); });
+  return b;
 }
 
 function encodeName(name: string): Buffer {
