@@ -10,7 +10,7 @@
 // the client and the name of the plugin at work. `req.lookup(name, type)` is
 // CoreDNS's upstream package: a sub-query through the server's own zones.
 
-import type { EdnsOption, Message } from '../wire/types.ts';
+import type { EdnsOption, Message, ResourceRecord } from '../wire/types.ts';
 import { skipName } from '../wire/scan.ts';
 import { asciiLower, fqdn } from '../wire/name.ts';
 import { encodeMessage } from '../wire/encode.ts';
@@ -29,6 +29,22 @@ export const MAX_LOOKUP_DEPTH = 8;
  */
 export interface SubQueryRouter {
   exchange(req: Request): Promise<Message | undefined>;
+}
+
+/**
+ * Signs the replies to one query (the tsig plugin, RFC 8945; miekg/dns signs in its ResponseWriter). The
+ * server's writer calls it for a reply whose last additional record is a TSIG record, with the reply encoded
+ * without that record (never truncated: miekg does not truncate a reply carrying a TSIG). A signer may be
+ * called again for later messages of the same exchange (a zone transfer's stream), chaining each MAC to the
+ * previous one (RFC 8945 5.3.1).
+ */
+export interface ReplySigner {
+  /**
+   * `wire`: the reply without its TSIG record (the caller hands the buffer over); `tsig`: that record as
+   * the chain wrote it. Returns the message to send, the completed TSIG record appended, or undefined when
+   * it cannot be signed (no key of that name: nothing is sent, as miekg's WriteMsg fails).
+   */
+  sign(wire: Uint8Array, tsig: ResourceRecord): Uint8Array | undefined;
 }
 
 /** What a derived request changes; everything else is the original's. */
@@ -96,6 +112,8 @@ export class Request {
   private udpLimit = 0;
   /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
   private values: Map<string, string> | undefined;
+  /** Set on the root by `setReplySigner` (the tsig plugin): signs replies carrying a TSIG record. */
+  private signer: ReplySigner | undefined;
   private readonly router: SubQueryRouter | undefined;
   /** How many internal lookups this request is nested in. */
   private readonly depth: number;
@@ -256,6 +274,17 @@ export class Request {
   /** A value set with `setValue`, or undefined. */
   value(key: string): string | undefined {
     return this.root.values?.get(key);
+  }
+
+  /**
+   * The signer of this query's replies (CoreDNS: miekg's ResponseWriter with the server's TSIG secrets):
+   * set by the tsig plugin for a signed query; shared with derived requests, not with internal lookups.
+   */
+  get replySigner(): ReplySigner | undefined { return this.root.signer; }
+
+  /** Register the signer the server's writer calls for a reply whose last additional record is a TSIG. */
+  setReplySigner(signer: ReplySigner | undefined): void {
+    this.root.signer = signer;
   }
 
   /**

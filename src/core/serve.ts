@@ -16,7 +16,7 @@ import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
 import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
-import { Request, type SubQueryRouter, type Transport } from './request.ts';
+import { Request, type ReplySigner, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it, for one of its zones. */
 export interface RoutedBlock {
@@ -349,6 +349,7 @@ function compressLimit(req: Request): { compressAbove?: number } {
   return req.family === 1 ? V4_LIMIT : V6_LIMIT;
 }
 const NO_LIMIT = {};
+const MAX_REPLY = 65535;
 const V4_LIMIT = { compressAbove: 1480 };
 const V6_LIMIT = { compressAbove: 1220 };
 
@@ -429,7 +430,25 @@ export class ClientWriter implements ResponseWriter {
     const req = this.req;
     sizeAndDo(req, reply, this.supported);
     if (req.extendedErrors !== undefined && reply.edns !== undefined) addExtendedErrors(reply.edns, req.extendedErrors);
+    const signer = req.replySigner;
+    if (signer !== undefined) {
+      const ar = reply.additional;
+      if (ar.length > 0 && ar[ar.length - 1]!.type === RRType.TSIG) { this.writeSigned(reply, signer); return; }
+    }
     this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
+  }
+
+  /**
+   * miekg's WriteMsg for a reply with a TSIG record: never truncated (Scrub leaves it whole), encoded
+   * without the TSIG record (OPT last), which the signer completes and appends. Nothing is sent when
+   * it cannot be signed.
+   */
+  private writeSigned(reply: Message, signer: ReplySigner): void {
+    const ar = reply.additional;
+    const tsig = ar[ar.length - 1]!;
+    const unsigned: Message = { ...reply, additional: ar.slice(0, -1) };
+    const out = signer.sign(encodeWithin(unsigned, MAX_REPLY, compressLimit(this.req)).wire, tsig);
+    if (out !== undefined) this.sink.send(out);
   }
 
   /**
@@ -440,7 +459,7 @@ export class ClientWriter implements ResponseWriter {
    */
   writeWire(reply: Uint8Array): void {
     const req = this.req;
-    if (req.extendedErrors !== undefined) { this.writeDecoded(reply); return; }
+    if (req.extendedErrors !== undefined || req.replySigner !== undefined) { this.writeDecoded(reply); return; }
     let out = reply;
     const q = req.msg.edns;
     if (q !== undefined) {
