@@ -8,7 +8,7 @@ import type {
   DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger,
 } from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
-import type { Edns, EdnsOption, Message } from '../wire/types.ts';
+import type { Edns, EdnsOption, Message, OpaqueData } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
 import { nextLabel } from '../wire/name.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
@@ -447,7 +447,12 @@ export class ClientWriter implements ResponseWriter {
     const ar = reply.additional;
     const tsig = ar[ar.length - 1]!;
     const unsigned: Message = { ...reply, additional: ar.slice(0, -1) };
-    const out = signer.sign(encodeWithin(unsigned, MAX_REPLY, compressLimit(this.req)).wire, tsig);
+    // Scrub's fragmentation rule counts the TSIG record too (owner without escapes, type..rdlength, rdata).
+    const limit = compressLimit(this.req);
+    const above = limit.compressAbove;
+    const rdata = (tsig.data as Partial<OpaqueData>).raw;
+    const opts = above === undefined || rdata === undefined ? limit : { compressAbove: above - (tsig.name.length + 1 + 10 + rdata.length) };
+    const out = signer.sign(encodeWithin(unsigned, MAX_REPLY, opts).wire, tsig);
     if (out !== undefined) this.sink.send(out);
   }
 

@@ -175,7 +175,8 @@ export class TsigWriter implements ResponseWriter {
         other[2] = (now >>> 24) & 0xff; other[3] = (now >>> 16) & 0xff; other[4] = (now >>> 8) & 0xff; other[5] = now & 0xff;
       }
       ar.push(tsigRecord(v.owner, {
-        algorithm: v.fields.algorithm, timeSigned: badTime ? v.fields.timeSigned : 0, fudge: 0, mac: EMPTY,
+        // The request's MAC stands in until the server signs (CoreDNS's stub: what the log plugin measures).
+        algorithm: v.fields.algorithm, timeSigned: badTime ? v.fields.timeSigned : 0, fudge: 0, mac: v.fields.mac,
         origId: reply.id, error: v.rcode, other,
       }));
     }
