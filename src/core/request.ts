@@ -108,6 +108,9 @@ export class Request {
   private meta: Map<string, string | (() => string)> | undefined;
   /** Set on the root by `derive({ inPlace: true })`: the query as the chain last edited it. */
   private edited: Message | undefined;
+  /** The edited message `editedLength` was measured from. */
+  private editedOf: Message | undefined;
+  private editedLength = 0;
   /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
   private udpLimit = 0;
   /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
@@ -212,8 +215,20 @@ export class Request {
     return end < 0 ? -1 : end + 4;
   }
 
-  /** Request length in bytes (as received, or as encoded for a derived request). */
-  get length(): number { return this.wire.length; }
+  /**
+   * Request length in bytes (as received, or as encoded for a derived request). For the original request
+   * of a query a plugin edited in place (`derive({ inPlace: true })`), the edited query's length: CoreDNS's
+   * plugins measure the shared *dns.Msg after the chain, when e.g. tsig has stripped its TSIG record.
+   */
+  get length(): number {
+    const e = this.root === this ? this.edited : undefined;
+    if (e === undefined || e === this.msg) return this.wire.length;
+    if (this.editedOf !== e) {
+      this.editedLength = encodeMessage(e).length;
+      this.editedOf = e;
+    }
+    return this.editedLength;
+  }
 
   /** Name of the plugin currently handling the query; the final writer records who replied. */
   get plugin(): string { return this.root.pluginName; }

@@ -170,7 +170,7 @@ export const plugin: PluginDefinition = {
       keys = union;
       c.onStartup(() => { for (const m of maps) for (const [k, v] of m) union.set(k, v); });
     }
-    const t = new Tsig(o, keys, c.instance.log);
+    const t = new Tsig(o, keys, c.instance.log, c.instance.ednsSupported);
     c.addPlugin((next) => { t.next = next; return t; });
   },
 };

@@ -361,3 +361,28 @@ test('the unsigned path: no signer, the request goes on as it came', async () =>
   const msg: Message = decodeMessage(encodeMessage(newQuery('x.', RRType.A)));
   assert.equal(msg.additional.length, 0);
 });
+
+test('plugins before tsig measure what CoreDNS measures: the stripped query, the reply with its OPT and TSIG stub', async () => {
+  const { chain } = await chainOf(COREFILE, answerA([]));
+  const q = signedQuery('example.org.', RRType.A, 'key.example.', S);
+  const req = requestOf(q.wire);
+  assert.equal(req.length, q.wire.length);
+  const sink = new Sink();
+  const inner = new ClientWriter(req, sink, silentLog, new Set());
+  let seen: Message | undefined;
+  const recorder = {
+    writeMsg(m: Message) { seen = structuredClone(m); inner.writeMsg(m); },
+    writeWire(b: Uint8Array) { inner.writeWire(b); },
+  };
+  await settle(chain.serveDNS(req, recorder));
+  // CoreDNS's tsig removes the TSIG record from the shared query: log's {size} is measured after the chain
+  const unsigned = decodeMessage(q.wire);
+  unsigned.additional = [];
+  assert.equal(req.length, encodeMessage(unsigned).length);
+  // the reply as log's recorder sees it: OPT added (SizeAndDo), TSIG stub last with the request's MAC
+  assert.ok(seen?.edns);
+  assert.equal(seen.edns.udpSize, 1232);
+  const stub = parseTsigRdata((seen.additional.at(-1)!.data as OpaqueData).raw)!;
+  assert.deepEqual(Buffer.from(stub.mac), Buffer.from(q.mac));
+  assert.equal(encodeMessage(seen).length, sink.sent[0]!.length, 'the same size as the signed reply');
+});

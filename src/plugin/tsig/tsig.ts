@@ -42,10 +42,12 @@ export class Tsig implements Handler {
   private readonly opcodes: ReadonlySet<number>;
   private readonly allOpcodes: boolean;
   private readonly log: ServerLogger;
+  /** The EDNS options a plugin of the server handles (copied into a reply's OPT). */
+  private readonly ednsSupported: ReadonlySet<number>;
   /** Unix seconds (a test may pin it). */
   clock: () => number = unixNow;
 
-  constructor(o: TsigOptions, keys: ReadonlyMap<string, TsigKey>, log: ServerLogger) {
+  constructor(o: TsigOptions, keys: ReadonlyMap<string, TsigKey>, log: ServerLogger, ednsSupported: ReadonlySet<number>) {
     this.zones = o.zones;
     this.keys = keys;
     this.types = o.types;
@@ -53,6 +55,7 @@ export class Tsig implements Handler {
     this.opcodes = o.opcodes;
     this.allOpcodes = o.allOpcodes;
     this.log = log;
+    this.ednsSupported = ednsSupported;
   }
 
   private required(qtype: number, opcode: number): boolean {
@@ -107,7 +110,7 @@ export class Tsig implements Handler {
     // The TSIG record is stripped: the rest of the chain, and the replies, see the query without it.
     const stripped = req.derive({ msg: { ...msg, additional: msg.additional.slice(0, -1) }, inPlace: true });
     stripped.setReplySigner(new TsigSigner(this.keys, v.fields.mac, this.clock));
-    const tw = new TsigWriter(w, v, this.clock);
+    const tw = new TsigWriter(w, stripped, v, this.clock, this.ednsSupported);
     if (v.error !== undefined) {
       this.log.debug(`TSIG validation failed: ${goTypeName(req.qtype)} ${v.error}`);
       const r = replyTo(stripped.msg);
@@ -152,18 +155,23 @@ export class Tsig implements Handler {
  */
 export class TsigWriter implements ResponseWriter {
   private readonly w: ResponseWriter;
+  private readonly req: Request;
   private readonly v: TsigVerification;
   private readonly clock: () => number;
+  private readonly supported: ReadonlySet<number>;
 
-  constructor(w: ResponseWriter, v: TsigVerification, clock: () => number) {
+  constructor(w: ResponseWriter, req: Request, v: TsigVerification, clock: () => number, supported: ReadonlySet<number>) {
     this.w = w;
+    this.req = req;
     this.v = v;
     this.clock = clock;
+    this.supported = supported;
   }
 
   writeMsg(reply: Message): void {
     const ar = reply.additional;
     if (ar.length === 0 || ar[ar.length - 1]!.type !== RRType.TSIG) {
+      this.sizeAndDo(reply);
       const v = this.v;
       const badTime = v.rcode === Rcode.BADTIME;
       let other = EMPTY;
@@ -185,5 +193,30 @@ export class TsigWriter implements ResponseWriter {
 
   writeWire(reply: Uint8Array): void {
     this.writeMsg(decodeMessage(reply));
+  }
+
+  /**
+   * CoreDNS's SizeAndDo, which restoreTsigWriter runs before adding the TSIG record (so that the OPT comes
+   * first): the plugins before tsig (log's {rsize}, the size metrics) measure the reply with its OPT. The
+   * server's writer applies the same rule again.
+   */
+  private sizeAndDo(reply: Message): void {
+    const q = this.req.msg.edns;
+    if (q === undefined) return;
+    const udpSize = this.req.udpSize ?? q.udpSize;
+    const r = reply.edns;
+    if (r !== undefined) {
+      r.name = '.';
+      r.version = 0;
+      r.udpSize = udpSize;
+      r.z &= 0x7f00;
+      if (q.do) r.do = true;
+      return;
+    }
+    const supported = this.supported;
+    reply.edns = {
+      name: '.', udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
+      options: q.options.length === 0 || supported.size === 0 ? [] : q.options.filter((o) => supported.has(o.code)),
+    };
   }
 }
