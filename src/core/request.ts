@@ -222,7 +222,10 @@ export class Request {
    */
   get length(): number {
     const e = this.root === this ? this.edited : undefined;
-    if (e === undefined || e === this.msg) return this.wire.length;
+    const m = this.msg;
+    // Flags edited (header): the sections are the same arrays, so the length is the same.
+    if (e === undefined || e === m || (e.question === m.question && e.answer === m.answer && e.authority === m.authority
+      && e.additional === m.additional && e.edns === m.edns)) return this.wire.length;
     if (this.editedOf !== e) {
       this.editedLength = encodeMessage(e).length;
       this.editedOf = e;
