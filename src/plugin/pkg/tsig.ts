@@ -11,6 +11,8 @@ import { asciiLower } from '../../wire/name.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery } from '../../wire/message.ts';
 
+const EMPTY = new Uint8Array(0);
+
 /** The algorithms miekg/dns v1.1.73 signs with (hmac-md5 is no longer supported there: ErrKeyAlg). */
 const HASHES: ReadonlyMap<string, string> = new Map([
   ['hmac-sha1.', 'sha1'],
@@ -94,29 +96,47 @@ export function nameWire(name: string): Uint8Array {
   return Uint8Array.from(q.subarray(12, q.length - 4));
 }
 
-/** Parse TSIG rdata (`raw`, names uncompressed, as the codec keeps it; `msg`/`at` to follow pointers). */
+/**
+ * Parse TSIG rdata (`raw`, names uncompressed, as the codec keeps it; `msg`/`at` to follow pointers). As
+ * miekg unpacks a TSIG record ending its message, the rdata may stop after any field (the rest is zero);
+ * undefined when a field is cut or the lengths do not add up.
+ */
 export function parseTsigRdata(raw: Uint8Array, msg?: Uint8Array, at = 0): TsigFields | undefined {
   const buf = msg ?? raw;
   const base = msg === undefined ? 0 : at;
   const end = base + raw.length;
   const alg = readName(buf, base);
-  if (alg === undefined) return undefined;
+  if (alg === undefined || alg.end > end) return undefined;
+  const f: TsigFields = { algorithm: alg.wire, timeSigned: 0, fudge: 0, mac: EMPTY, origId: 0, error: 0, other: EMPTY };
   let p = alg.end;
-  if (p + 10 > end) return undefined;
-  const timeSigned = ((buf[p]! << 8) | buf[p + 1]!) * 0x100000000 + ((buf[p + 2]! << 24) >>> 0) + (buf[p + 3]! << 16) + (buf[p + 4]! << 8) + buf[p + 5]!;
-  const fudge = (buf[p + 6]! << 8) | buf[p + 7]!;
-  const macLen = (buf[p + 8]! << 8) | buf[p + 9]!;
-  p += 10;
-  if (p + macLen + 6 > end) return undefined;
-  const mac = Uint8Array.from(buf.subarray(p, p + macLen));
-  p += macLen;
-  const origId = (buf[p]! << 8) | buf[p + 1]!;
-  const error = (buf[p + 2]! << 8) | buf[p + 3]!;
-  const otherLen = (buf[p + 4]! << 8) | buf[p + 5]!;
+  const u16 = (): number => { const v = (buf[p]! << 8) | buf[p + 1]!; p += 2; return v; };
+  if (p === end) return f;
+  if (p + 6 > end) return undefined;
+  f.timeSigned = ((buf[p]! << 8) | buf[p + 1]!) * 0x100000000 + ((buf[p + 2]! << 24) >>> 0) + (buf[p + 3]! << 16) + (buf[p + 4]! << 8) + buf[p + 5]!;
   p += 6;
+  if (p === end) return f;
+  if (p + 2 > end) return undefined;
+  f.fudge = u16();
+  if (p === end) return f;
+  if (p + 2 > end) return undefined;
+  const macLen = u16();
+  if (p === end) return f;
+  if (p + macLen > end) return undefined;
+  f.mac = Uint8Array.from(buf.subarray(p, p + macLen));
+  p += macLen;
+  if (p === end) return f;
+  if (p + 2 > end) return undefined;
+  f.origId = u16();
+  if (p === end) return f;
+  if (p + 2 > end) return undefined;
+  f.error = u16();
+  if (p === end) return f;
+  if (p + 2 > end) return undefined;
+  const otherLen = u16();
+  if (p === end) return f;
   if (p + otherLen !== end) return undefined;
-  const other = Uint8Array.from(buf.subarray(p, p + otherLen));
-  return { algorithm: alg.wire, timeSigned, fudge, mac, origId, error, other };
+  f.other = Uint8Array.from(buf.subarray(p, end));
+  return f;
 }
 
 function put48(out: Uint8Array, p: number, v: number): void {
@@ -391,5 +411,4 @@ export class TsigSigner implements ReplySigner {
   }
 }
 
-const EMPTY = new Uint8Array(0);
 
