@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startInProcess } from '../helpers/server.ts';
 import { dig, kdig, status } from '../helpers/dig.ts';
+import { exchange } from '../helpers/client.ts';
 import type { NodensServer } from '../../src/index.ts';
 
 const SECRET = 'NoTCJU+DMqFWywaPyxSijrDEA/eC3nK0xi3AMEZuPVk=';
@@ -86,4 +87,34 @@ test('require MX: an unsigned MX is refused, a signed one answered and signed', 
   const signed = await dig(server.port, '-y', `hmac-sha256:tsig.key.:${SECRET}`, 'example.org', 'MX', '+tcp');
   assert.equal(status(signed), 'NOERROR');
   assert.doesNotMatch(signed, /Couldn't verify/);
+});
+
+test('malformed and partial TSIG records: the bytes CoreDNS 1.15.0 answers with (recorded from it)', async () => {
+  const s = await startInProcess(`example.org:0 {\n  tsig {\n    secret key.example. c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0\n  }\n  whoami\n}\n`);
+  try {
+    const q = '123401000001000000000001076578616d706c65036f72670000010001';
+    const tsig = (rdata: string, opt = '') => {
+      const rd = Buffer.from(rdata, 'hex');
+      const m = Buffer.concat([Buffer.from(q + opt + '036b6579076578616d706c6500' + '00fa00ff00000000', 'hex'), Buffer.from([rd.length >> 8, rd.length & 0xff]), rd]);
+      m.writeUInt16BE(opt ? 2 : 1, 10);
+      return m;
+    };
+    const alg = '0b686d61632d73686132353600';
+    const now = Math.floor(Date.now() / 1000).toString(16).padStart(12, '0');
+    const formerr = '123481010001000000000000076578616d706c65036f72670000010001';
+    const badsig = '123481090001000000000001076578616d706c65036f72670000010001'
+      + '036b6579076578616d706c650000fa00ff00000000001d0b686d61632d73686132353600000000000000012c0000123400100000';
+    const badsigOpt = '123481090001000000000002076578616d706c65036f726700000100010000290200000000000000'
+      + '036b6579076578616d706c650000fa00ff00000000001d0b686d61632d73686132353600000000000000012c0000123400100000';
+    const cases: [string, Buffer, string][] = [
+      ['bytes left over', tsig(`${alg}${now}012c0000123400000000` + '00'), formerr],
+      ['MAC past the end', tsig(`${alg}${now}012c0040aabb`), formerr],
+      ['cut after the fudge', tsig(`${alg}${now}012c`), badsig],
+      ['only the algorithm', tsig(alg), badsig],
+      ['empty MAC, after an OPT', tsig(`${alg}${now}012c0000123400000000`, '0000290200000000000000'), badsigOpt],
+    ];
+    for (const [what, m, want] of cases) assert.equal((await exchange(s.port, m)).toString('hex'), want, what);
+  } finally {
+    await s.stop();
+  }
 });
