@@ -386,3 +386,14 @@ test('plugins before tsig measure what CoreDNS measures: the stripped query, the
   assert.deepEqual(Buffer.from(stub.mac), Buffer.from(q.mac));
   assert.equal(encodeMessage(seen).length, sink.sent[0]!.length, 'the same size as the signed reply');
 });
+
+test("the plugin's reply object is left as written (the TSIG stub goes into a copy)", async () => {
+  const shared = replyTo(decodeMessage(signedQuery('example.org.', RRType.A, 'key.example.', S).wire));
+  const { chain } = await chainOf(COREFILE, new StubHandler('x', (_req, w) => { w.writeMsg(shared); return Rcode.NOERROR; }));
+  for (let i = 0; i < 2; i++) {
+    const q = signedQuery('example.org.', RRType.A, 'key.example.', S);
+    const { sent } = await serve(chain, requestOf(q.wire));
+    assert.equal(replyTsig(sent[0]!, q.mac).valid, true);
+    assert.equal(shared.additional.length, 0);
+  }
+});

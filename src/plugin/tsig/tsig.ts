@@ -171,7 +171,6 @@ export class TsigWriter implements ResponseWriter {
   writeMsg(reply: Message): void {
     const ar = reply.additional;
     if (ar.length === 0 || ar[ar.length - 1]!.type !== RRType.TSIG) {
-      this.sizeAndDo(reply);
       const v = this.v;
       const badTime = v.rcode === Rcode.BADTIME;
       let other = EMPTY;
@@ -182,11 +181,16 @@ export class TsigWriter implements ResponseWriter {
         other[0] = (hi >> 8) & 0xff; other[1] = hi & 0xff;
         other[2] = (now >>> 24) & 0xff; other[3] = (now >>> 16) & 0xff; other[4] = (now >>> 8) & 0xff; other[5] = now & 0xff;
       }
-      ar.push(tsigRecord(v.owner, {
+      const stub = tsigRecord(v.owner, {
         // The request's MAC stands in until the server signs (CoreDNS's stub: what the log plugin measures).
         algorithm: v.fields.algorithm, timeSigned: badTime ? v.fields.timeSigned : 0, fudge: 0, mac: v.fields.mac,
         origId: reply.id, error: v.rcode, other,
-      }));
+      });
+      // A copy: the plugin that wrote the reply may keep its sections (a reply built once and reused).
+      const out: Message = { ...reply, additional: [...ar, stub] };
+      this.sizeAndDo(out);
+      this.w.writeMsg(out);
+      return;
     }
     this.w.writeMsg(reply);
   }
