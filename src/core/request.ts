@@ -151,6 +151,12 @@ export class Request {
     return this.wireBytes ??= encodeMessage(this.msg);
   }
 
+  /**
+   * The query's bytes as they arrived (the original request's wire, whatever plugins derived since): what
+   * a TSIG signature covers (CoreDNS verifies it in the server, before any plugin).
+   */
+  get receivedWire(): Uint8Array { return this.root.wire; }
+
   /** Query name as sent (case preserved). */
   get qname(): string { return this.msg.question[0]?.name ?? '.'; }
 

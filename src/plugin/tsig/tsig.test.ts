@@ -397,3 +397,15 @@ test("the plugin's reply object is left as written (the TSIG stub goes into a co
     assert.equal(shared.additional.length, 0);
   }
 });
+
+test('a request derived before tsig (bufsize: another OPT) is verified over the bytes as received', async () => {
+  const { chain } = await chainOf(COREFILE, answerA([]));
+  const q = signedQuery('example.org.', RRType.A, 'key.example.', S);
+  const req = requestOf(q.wire);
+  const derived = req.derive({ msg: { ...req.msg, edns: { ...req.msg.edns!, udpSize: 512 } } });
+  assert.equal(derived.receivedWire, req.wire);
+  const sink = new Sink();
+  await settle(chain.serveDNS(derived, new ClientWriter(req, sink, silentLog, new Set())));
+  assert.equal(replyTsig(sink.sent[0]!, q.mac).fields.error, 0);
+  assert.equal(decodeMessage(sink.sent[0]!).rcode, Rcode.NOERROR);
+});

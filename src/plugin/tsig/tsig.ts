@@ -74,8 +74,9 @@ export class Tsig implements Handler {
     let at = -1;
     for (let i = 0; i < ar.length; i++) {
       if (ar[i]!.type !== RRType.TSIG) continue;
-      // A TSIG record must be the last additional record (the OPT counts: miekg keeps it in Extra).
-      at = findTsigRecord(req.wire);
+      // A TSIG record must be the last additional record (the OPT counts: miekg keeps it in Extra). The
+      // bytes as received: a plugin before tsig (bufsize) may have derived a request with another OPT.
+      at = findTsigRecord(req.receivedWire);
       if (at === -3) return this.reject(req, w, Rcode.FORMERR);
       break;
     }
@@ -105,7 +106,7 @@ export class Tsig implements Handler {
     const msg = req.msg;
     const owner = msg.additional[msg.additional.length - 1]!.name;
     const now = this.clock();
-    const v = verifyTsig(req.wire, at, owner, this.keys, EMPTY, now);
+    const v = verifyTsig(req.receivedWire, at, owner, this.keys, EMPTY, now);
     if (v === undefined) return this.reject(req, w, Rcode.FORMERR); // miekg cannot unpack the record
     // The TSIG record is stripped: the rest of the chain, and the replies, see the query without it.
     const stripped = req.derive({ msg: { ...msg, additional: msg.additional.slice(0, -1) }, inPlace: true });
