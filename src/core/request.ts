@@ -10,7 +10,7 @@
 // the client and the name of the plugin at work. `req.lookup(name, type)` is
 // CoreDNS's upstream package: a sub-query through the server's own zones.
 
-import type { EdnsOption, Message } from '../wire/types.ts';
+import type { EdnsOption, Message, ResourceRecord } from '../wire/types.ts';
 import { skipName } from '../wire/scan.ts';
 import { asciiLower, fqdn } from '../wire/name.ts';
 import { encodeMessage } from '../wire/encode.ts';
@@ -29,6 +29,22 @@ export const MAX_LOOKUP_DEPTH = 8;
  */
 export interface SubQueryRouter {
   exchange(req: Request): Promise<Message | undefined>;
+}
+
+/**
+ * Signs the replies to one query (the tsig plugin, RFC 8945; miekg/dns signs in its ResponseWriter). The
+ * server's writer calls it for a reply whose last additional record is a TSIG record, with the reply encoded
+ * without that record (never truncated: miekg does not truncate a reply carrying a TSIG). A signer may be
+ * called again for later messages of the same exchange (a zone transfer's stream), chaining each MAC to the
+ * previous one (RFC 8945 5.3.1).
+ */
+export interface ReplySigner {
+  /**
+   * `wire`: the reply without its TSIG record (the caller hands the buffer over); `tsig`: that record as
+   * the chain wrote it. Returns the message to send, the completed TSIG record appended, or undefined when
+   * it cannot be signed (no key of that name: nothing is sent, as miekg's WriteMsg fails).
+   */
+  sign(wire: Uint8Array, tsig: ResourceRecord): Uint8Array | undefined;
 }
 
 /** What a derived request changes; everything else is the original's. */
@@ -92,10 +108,15 @@ export class Request {
   private meta: Map<string, string | (() => string)> | undefined;
   /** Set on the root by `derive({ inPlace: true })`: the query as the chain last edited it. */
   private edited: Message | undefined;
+  /** The edited message `editedLength` was measured from. */
+  private editedOf: Message | undefined;
+  private editedLength = 0;
   /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
   private udpLimit = 0;
   /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
   private values: Map<string, string> | undefined;
+  /** Set on the root by `setReplySigner` (the tsig plugin): signs replies carrying a TSIG record. */
+  private signer: ReplySigner | undefined;
   private readonly router: SubQueryRouter | undefined;
   /** How many internal lookups this request is nested in. */
   private readonly depth: number;
@@ -129,6 +150,12 @@ export class Request {
   get wire(): Uint8Array {
     return this.wireBytes ??= encodeMessage(this.msg);
   }
+
+  /**
+   * The query's bytes as they arrived (the original request's wire, whatever plugins derived since): what
+   * a TSIG signature covers (CoreDNS verifies it in the server, before any plugin).
+   */
+  get receivedWire(): Uint8Array { return this.root.wire; }
 
   /** Query name as sent (case preserved). */
   get qname(): string { return this.msg.question[0]?.name ?? '.'; }
@@ -194,8 +221,23 @@ export class Request {
     return end < 0 ? -1 : end + 4;
   }
 
-  /** Request length in bytes (as received, or as encoded for a derived request). */
-  get length(): number { return this.wire.length; }
+  /**
+   * Request length in bytes (as received, or as encoded for a derived request). For the original request
+   * of a query a plugin edited in place (`derive({ inPlace: true })`), the edited query's length: CoreDNS's
+   * plugins measure the shared *dns.Msg after the chain, when e.g. tsig has stripped its TSIG record.
+   */
+  get length(): number {
+    const e = this.root === this ? this.edited : undefined;
+    const m = this.msg;
+    // Flags edited (header): the sections are the same arrays, so the length is the same.
+    if (e === undefined || e === m || (e.question === m.question && e.answer === m.answer && e.authority === m.authority
+      && e.additional === m.additional && e.edns === m.edns)) return this.wire.length;
+    if (this.editedOf !== e) {
+      this.editedLength = encodeMessage(e).length;
+      this.editedOf = e;
+    }
+    return this.editedLength;
+  }
 
   /** Name of the plugin currently handling the query; the final writer records who replied. */
   get plugin(): string { return this.root.pluginName; }
@@ -256,6 +298,17 @@ export class Request {
   /** A value set with `setValue`, or undefined. */
   value(key: string): string | undefined {
     return this.root.values?.get(key);
+  }
+
+  /**
+   * The signer of this query's replies (CoreDNS: miekg's ResponseWriter with the server's TSIG secrets):
+   * set by the tsig plugin for a signed query; shared with derived requests, not with internal lookups.
+   */
+  get replySigner(): ReplySigner | undefined { return this.root.signer; }
+
+  /** Register the signer the server's writer calls for a reply whose last additional record is a TSIG. */
+  setReplySigner(signer: ReplySigner | undefined): void {
+    this.root.signer = signer;
   }
 
   /**

@@ -1171,3 +1171,64 @@ describe('routing with views (CoreDNS passAllFilterFuncs)', () => {
     assert.deepEqual(log, ['ex2:example.:v:-', 'sub:sub.example.::-', 'root:.::-']);
   });
 });
+
+describe('reply signer (tsig)', () => {
+  const tsigRR = (name: string) => ({ name, type: RRType.TSIG, class: 255, ttl: 0, data: { raw: new Uint8Array([0, 0, 0, 0, 0, 0, 0, 1, 0x2c, 0, 0, 0, 0, 0, 0, 0, 0]) } });
+  /** A chain that sets a signer recording its calls, then answers `records` A records, with a TSIG last when `signed`. */
+  function chainOf(calls: { wire: Buffer; owner: string }[], signed: boolean, records: number, asWire = false): Handler {
+    return {
+      name: 'tsig',
+      serveDNS(req: Request, w: ResponseWriter) {
+        req.setReplySigner({
+          sign(wire: Uint8Array, tsig) {
+            calls.push({ wire: Buffer.from(wire), owner: tsig.name });
+            return Buffer.concat([wire, Buffer.from('ff', 'hex')]);
+          },
+        });
+        const r = replyTo(req.msg);
+        for (let i = 0; i < records; i++) r.answer.push({ name: req.qname, type: RRType.A, class: 1, ttl: 0, data: { address: `10.0.${i >> 8}.${i & 255}` } });
+        if (signed) r.additional.push(tsigRR('k.'));
+        if (asWire) w.writeWire(encodeMessage(r)); else w.writeMsg(r);
+        return 0;
+      },
+    };
+  }
+
+  test('a reply ending in a TSIG goes through the signer: encoded without it, OPT kept, never truncated', () => {
+    const calls: { wire: Buffer; owner: string }[] = [];
+    const s = serve(makeTable({ '.': chainOf(calls, true, 100) }), query('example.org.', RRType.A, { edns: { udpSize: 512 } }));
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.owner, 'k.');
+    const unsigned = decodeMessage(calls[0]!.wire);
+    assert.equal(unsigned.answer.length, 100, 'not truncated');
+    assert.equal(unsigned.tc, false);
+    assert.equal(unsigned.additional.length, 0, 'the TSIG record is left to the signer');
+    assert.equal(unsigned.edns?.udpSize, 512);
+    assert.deepEqual(s.sink.sent, [Buffer.concat([calls[0]!.wire, Buffer.from('ff', 'hex')])]);
+  });
+
+  test('with a signer, replies without a TSIG and replies written as wire take the usual path (decoded when needed)', () => {
+    const calls: { wire: Buffer; owner: string }[] = [];
+    const plain = only(serve(makeTable({ '.': chainOf(calls, false, 100) }), query('example.org.', RRType.A, { edns: { udpSize: 512 } })));
+    assert.equal(plain.tc, true);
+    assert.equal(calls.length, 0);
+    serve(makeTable({ '.': chainOf(calls, true, 1, true) }), query('example.org.'));
+    assert.equal(calls.length, 1);
+  });
+
+  test('a signer that cannot sign sends nothing', () => {
+    const table = makeTable({
+      '.': {
+        name: 'tsig',
+        serveDNS(req: Request, w: ResponseWriter) {
+          req.setReplySigner({ sign: () => undefined });
+          const r = replyTo(req.msg);
+          r.additional.push(tsigRR('k.'));
+          w.writeMsg(r);
+          return 0;
+        },
+      },
+    });
+    assert.equal(serve(table, query('example.org.')).sink.sent.length, 0);
+  });
+});

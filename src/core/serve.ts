@@ -8,7 +8,7 @@ import type {
   DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory,
 } from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
-import type { Edns, EdnsOption, Message } from '../wire/types.ts';
+import type { Edns, EdnsOption, Message, OpaqueData } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
 import { nextLabel } from '../wire/name.ts';
 import { decodeMessage, WireError } from '../wire/decode.ts';
@@ -16,7 +16,7 @@ import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
 import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
-import { Request, type SubQueryRouter, type Transport } from './request.ts';
+import { Request, type ReplySigner, type SubQueryRouter, type Transport } from './request.ts';
 
 /** One server block as the router sees it, for one of its zones. */
 export interface RoutedBlock {
@@ -351,6 +351,7 @@ function compressLimit(req: Request): { compressAbove?: number } {
   return req.family === 1 ? V4_LIMIT : V6_LIMIT;
 }
 const NO_LIMIT = {};
+const MAX_REPLY = 65535;
 const V4_LIMIT = { compressAbove: 1480 };
 const V6_LIMIT = { compressAbove: 1220 };
 
@@ -431,7 +432,30 @@ export class ClientWriter implements ResponseWriter {
     const req = this.req;
     sizeAndDo(req, reply, this.supported);
     if (req.extendedErrors !== undefined && reply.edns !== undefined) addExtendedErrors(reply.edns, req.extendedErrors);
+    const signer = req.replySigner;
+    if (signer !== undefined) {
+      const ar = reply.additional;
+      if (ar.length > 0 && ar[ar.length - 1]!.type === RRType.TSIG) { this.writeSigned(reply, signer); return; }
+    }
     this.sink.send(encodeWithin(reply, req.size, compressLimit(req)).wire);
+  }
+
+  /**
+   * miekg's WriteMsg for a reply with a TSIG record: never truncated (Scrub leaves it whole), encoded
+   * without the TSIG record (OPT last), which the signer completes and appends. Nothing is sent when
+   * it cannot be signed.
+   */
+  private writeSigned(reply: Message, signer: ReplySigner): void {
+    const ar = reply.additional;
+    const tsig = ar[ar.length - 1]!;
+    const unsigned: Message = { ...reply, additional: ar.slice(0, -1) };
+    // Scrub's fragmentation rule counts the TSIG record too (owner without escapes, type..rdlength, rdata).
+    const limit = compressLimit(this.req);
+    const above = limit.compressAbove;
+    const rdata = (tsig.data as Partial<OpaqueData>).raw;
+    const opts = above === undefined || rdata === undefined ? limit : { compressAbove: above - (tsig.name.length + 1 + 10 + rdata.length) };
+    const out = signer.sign(encodeWithin(unsigned, MAX_REPLY, opts).wire, tsig);
+    if (out !== undefined) this.sink.send(out);
   }
 
   /**
@@ -442,7 +466,7 @@ export class ClientWriter implements ResponseWriter {
    */
   writeWire(reply: Uint8Array): void {
     const req = this.req;
-    if (req.extendedErrors !== undefined) { this.writeDecoded(reply); return; }
+    if (req.extendedErrors !== undefined || req.replySigner !== undefined) { this.writeDecoded(reply); return; }
     let out = reply;
     const q = req.msg.edns;
     if (q !== undefined) {

@@ -39,6 +39,7 @@ import { plugin as header } from './header/setup.ts';
 import { plugin as local } from './local/setup.ts';
 import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
+import { plugin as tsig } from './tsig/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -78,4 +79,5 @@ export const builtinPlugins: PluginDefinition[] = [
   local,
   nsid,
   timeouts,
+  tsig,
 ];

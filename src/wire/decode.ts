@@ -403,6 +403,8 @@ function readRdata(type: number, end: number): RData {
       return opaqueNames(end, 2, 2, false);
     case 30: // NXT: name bitmap
       return opaqueNames(end, 0, 1, true);
+    case 250: // TSIG
+      return tsigRdata(end);
     default:
       d = { raw: copy(P, end) };
       P = end;
@@ -426,6 +428,43 @@ function opaqueNames(end: number, fixed: number, names: number, rest: boolean): 
   }
   if (rest) {
     while (P < end) out.push(B[P++]);
+  }
+  if (P !== end) throw badRdata('rdlength mismatch');
+  return { raw: Uint8Array.from(out) };
+}
+
+/**
+ * TSIG rdata (RFC 8945 4.2) as miekg unpacks it, kept opaque with the algorithm name decompressed: the
+ * fields in order (algorithm, time 48 bits, fudge, MAC size, MAC, original ID, error, other length, other
+ * data); the message may end after any field (the rest is zero), a field running past the message or
+ * lengths that do not add up to the rdlength are malformed.
+ */
+function tsigRdata(end: number): OpaqueData {
+  const out: number[] = [];
+  skipName(out);
+  const field = (n: number): number => {
+    if (P + n > N) throw short();
+    let v = 0;
+    for (let i = 0; i < n; i++) {
+      v = v * 256 + B[P];
+      out.push(B[P++]);
+    }
+    return v;
+  };
+  for (const n of [6, 2]) {
+    if (P === N) break;
+    field(n);
+  }
+  if (P !== N) {
+    const macLen = field(2);
+    if (P !== N) {
+      field(macLen);
+      for (let i = 0; i < 2 && P !== N; i++) field(2);
+      if (P !== N) {
+        const otherLen = field(2);
+        if (P !== N) field(otherLen);
+      }
+    }
   }
   if (P !== end) throw badRdata('rdlength mismatch');
   return { raw: Uint8Array.from(out) };

@@ -194,3 +194,25 @@ test('fuzz: 100k random and bit-flipped packets only ever throw WireError', () =
   }
   assert.ok(Date.now() - start < 20_000, 'bounded time');
 });
+
+test('TSIG rdata is unpacked field by field as miekg does: lengths must add up; a last record may stop at a field', () => {
+  const q = Buffer.from('123401000001000000000001076578616d706c65036f72670000010001', 'hex');
+  const tsig = (rdata: string, arcount = 1) => {
+    const rd = Buffer.from(rdata, 'hex');
+    const rr = Buffer.concat([Buffer.from('036b657900' + '00fa00ff00000000', 'hex'), Buffer.from([rd.length >> 8, rd.length & 0xff]), rd]);
+    const m = Buffer.concat([q, rr]);
+    m.writeUInt16BE(arcount, 10);
+    return m;
+  };
+  const alg = '0b686d61632d73686132353600'; // hmac-sha256.
+  const full = alg + '00006553f100' + '012c' + '0004' + 'aabbccdd' + '1234' + '0000' + '0000';
+  const ok = decodeMessage(tsig(full));
+  assert.equal(ok.additional[0]!.type, 250);
+  assert.equal(Buffer.from((ok.additional[0]!.data as { raw: Uint8Array }).raw).toString('hex'), full);
+  // the message ends after the fudge: accepted, the rest is zero
+  assert.doesNotThrow(() => decodeMessage(tsig(alg + '00006553f100012c')));
+  // a MAC size past the end, other data shorter than its length, bytes left over
+  assert.throws(() => decodeMessage(tsig(alg + '00006553f100012c' + '0040aabb')), WireError);
+  assert.throws(() => decodeMessage(tsig(alg + '00006553f100012c00001234000000050102')), WireError);
+  assert.throws(() => decodeMessage(tsig(full + '00')), WireError);
+});

@@ -234,3 +234,36 @@ export function hasCompressionPointer(b: Uint8Array): boolean {
   }
   return false;
 }
+
+/**
+ * Where the TSIG record of a message sits (RFC 8945: the last record of the additional section):
+ * the offset of its first byte when the last additional record is a TSIG and no other additional
+ * record is; -1 when there is none; -3 when a TSIG record is not the last additional record; -2
+ * when the message cannot be walked.
+ */
+export function findTsigRecord(buf: Uint8Array): number {
+  if (buf.length < 12) return -2;
+  const qd = (buf[4]! << 8) | buf[5]!;
+  const before = ((buf[6]! << 8) | buf[7]!) + ((buf[8]! << 8) | buf[9]!);
+  const ar = (buf[10]! << 8) | buf[11]!;
+  let off = 12;
+  for (let i = 0; i < qd; i++) {
+    off = skipName(buf, off);
+    if (off < 0 || off + 4 > buf.length) return -2;
+    off += 4;
+  }
+  let tsig = -1;
+  for (let i = 0; i < before + ar; i++) {
+    const start = off;
+    off = skipName(buf, off);
+    if (off < 0 || off + 10 > buf.length) return -2;
+    const type = (buf[off]! << 8) | buf[off + 1]!;
+    const rdlen = (buf[off + 8]! << 8) | buf[off + 9]!;
+    off += 10 + rdlen;
+    if (off > buf.length) return -2;
+    if (i < before || type !== RRType.TSIG) continue;
+    if (i !== before + ar - 1) return -3;
+    tsig = start;
+  }
+  return tsig;
+}

@@ -125,3 +125,28 @@ test('rrsig: same-second deterministic signatures compared; else times within th
   [a, b] = pair(signed(13, 1000, 'aaa'), signed(13, 1001, 'aaa'), false);
   assert.notDeepEqual(a, b);
 });
+
+test('+tsig: the query is signed; a signed reply renders its MAC as checked, its time as what it means', async () => {
+  const { signQuery } = await import('./lib/tsig.ts');
+  // nodens's own TSIG code as the other side: two independent implementations must agree
+  const { TsigSigner, tsigKey, tsigRecord, verifyTsig } = await import('../../src/plugin/pkg/tsig.ts');
+  const { findTsigRecord } = await import('../../src/wire/scan.ts');
+  const secret = 'c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0';
+  const q = parseQueryLine(`example.org. A +tsig=hmac-sha256:Key.Example:${secret}`);
+  assert.deepEqual(q.tsig, { algorithm: 'hmac-sha256.', name: 'Key.Example.', secret, skew: 0 });
+  assert.equal(parseQueryLine(`x. A +tsig=hmac-md5:k:${secret}:-400`).tsig?.algorithm, 'hmac-md5.sig-alg.reg.int.');
+  assert.throws(() => parseQueryLine('x. A +tsig=hmac-sha256:k'));
+  const { wire, ctx } = signQuery(encodeQuery(q, 99), q.tsig!);
+  const keys = new Map([['Key.Example.', tsigKey(secret)]]);
+  const now = Math.floor(Date.now() / 1000);
+  const v = verifyTsig(wire, findTsigRecord(wire), 'Key.Example.', keys, new Uint8Array(0), now);
+  assert.equal(v?.error, undefined);
+  const body = dnsPacket.encode({ type: 'response', id: 99, flags: 0x0100, questions: [{ type: 'A', name: 'example.org' }] } as any);
+  const stub = tsigRecord('Key.Example.', { ...v!.fields, timeSigned: 0, fudge: 0, mac: new Uint8Array(0), origId: 99 });
+  const signed = Buffer.from(new TsigSigner(keys, v!.fields.mac).sign(Buffer.from(body), stub)!);
+  const line = (b: Buffer) => parseReply({ bytes: b, localPort: 1 }, 99, ctx).sections.at(-1)!.records.at(-1)!.rest;
+  assert.equal(line(signed), 'ANY\tTSIG\thmac-sha256. time=<now> fudge=300 mac=valid (32 bytes) origid=ok error=NOERROR other=-');
+  const tampered = Buffer.from(signed);
+  tampered[2] ^= 0x01;
+  assert.match(line(tampered), /mac=INVALID/);
+});

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { queryTcp, queryUdp, type RawReply } from './lib/client.ts';
 import { sideBySide } from './lib/diff.ts';
 import { encodeQuery, parseQueriesFile, type QuerySpec } from './lib/query.ts';
+import { signQuery } from './lib/tsig.ts';
 import { DEFAULT_NORMALISE, parseReply, renderPair, type Normalise } from './lib/render.ts';
 import { REPO, nodensBinary, referenceBinary, startServer, waitReady, type Running } from './lib/servers.ts';
 
@@ -81,8 +82,7 @@ async function startK8sApi(dir: string): Promise<Fixture> {
   };
 }
 
-function ask(s: Running, q: QuerySpec, id: number): Promise<RawReply> {
-  const msg = encodeQuery(q, id);
+function ask(s: Running, q: QuerySpec, msg: Buffer): Promise<RawReply> {
   const host = q.v6 ? '::1' : '127.0.0.1';
   return q.tcp ? queryTcp(host, s.port, msg) : queryUdp(host, s.port, msg);
 }
@@ -162,8 +162,10 @@ async function main(): Promise<number> {
       }
       for (const q of queries) {
         const id = 1 + Math.floor(Math.random() * 65534);
-        const [ra, rb] = await Promise.all([ask(ref, q, id), ask(sub, q, id)]);
-        const [la, lb] = renderPair(parseReply(ra, id), parseReply(rb, id), norm);
+        // A signed query is signed once: both servers get the same bytes (same time, same MAC).
+        const { wire, ctx } = q.tsig ? signQuery(encodeQuery(q, id), q.tsig) : { wire: encodeQuery(q, id), ctx: undefined };
+        const [ra, rb] = await Promise.all([ask(ref, q, wire), ask(sub, q, wire)]);
+        const [la, lb] = renderPair(parseReply(ra, id, ctx), parseReply(rb, id, ctx), norm);
         const same = la.length === lb.length && la.every((l, i) => l === lb[i]);
         if (same) {
           passed++;

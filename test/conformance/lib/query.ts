@@ -1,5 +1,6 @@
 // A query line from a case's queries.txt, e.g. `Example.ORG. AAAA +tcp +edns=1232 +do`, and its wire form.
 // Defaults follow dig: UDP, RD set, EDNS0 with a 1232-byte buffer, DO clear.
+import { parseTsigFlag, type TsigSpec } from './tsig.ts';
 
 export interface EdnsOption {
   code: number;
@@ -21,6 +22,8 @@ export interface QuerySpec {
   ednsFlags: number; // including DO (0x8000)
   options: EdnsOption[];
   flags: number; // header bits between QR and RCODE (opcode, aa, tc, rd, ra, z, ad, cd)
+  /** `+tsig=ALG:NAME:SECRET[:SKEW]`: the query is TSIG-signed (RFC 8945) as it is sent. */
+  tsig?: TsigSpec;
 }
 
 export const TYPES: Record<string, number> = {
@@ -97,6 +100,7 @@ export function parseQueryLine(line: string): QuerySpec {
       case 'subnet': q.edns = true; q.options.push({ code: 8, data: subnetOption(val ?? '') }); break;
       case 'class': q.qclass = classNumber(val ?? 'IN'); break;
       case 'opcode': q.flags = (q.flags & ~0x7800) | ((Number(val ?? '0') & 0xf) << 11); break;
+      case 'tsig': q.tsig = parseTsigFlag(val ?? ''); break;
       case 'norec': q.flags &= ~FLAG_BITS.rd; break;
       case 'rec': q.flags |= FLAG_BITS.rd; break;
       default: {

@@ -3,6 +3,7 @@
 // from the raw bytes so that every bit (including Z and the opcode) is shown.
 import dnsPacket from 'dns-packet';
 import type { RawReply } from './client.ts';
+import { renderTsig, type TsigContext } from './tsig.ts';
 
 export interface Normalise {
   /** sort the records of each section (declared where a plugin legitimately reorders them) */
@@ -121,7 +122,7 @@ function optLines(r: AnyRec): string[] {
   return out;
 }
 
-export function parseReply(reply: RawReply, sentId: number): Parsed {
+export function parseReply(reply: RawReply, sentId: number, tsig?: TsigContext): Parsed {
   if (!reply.bytes) return { head: [`;; ${reply.error ?? 'no reply'}`], sections: [], tail: [] };
   const b = reply.bytes;
   if (b.length < 12) return { head: [`;; SHORT reply (${b.length} bytes): ${b.toString('hex')}`], sections: [], tail: [] };
@@ -163,7 +164,11 @@ export function parseReply(reply: RawReply, sentId: number): Parsed {
   const rrs = (title: string, list: AnyRec[]) => {
     const records = list.filter((r) => r.type !== 'OPT').map((r): Rec => {
       const owner = fqdn(r.name);
-      const rest = `${r.class}${r.flush ? '(flush)' : ''}\t${r.type}\t${rdata(r, reply.localPort)}`;
+      // The TSIG record (the last one): time and MAC differ on every run; shown as what they mean.
+      const data = r.type === 'TSIG' && r === list[list.length - 1] && Buffer.isBuffer(r.data)
+        ? renderTsig(b, owner, r.ttl as number, r.data, sentId, tsig)
+        : rdata(r, reply.localPort);
+      const rest = `${r.class}${r.flush ? '(flush)' : ''}\t${r.type}\t${data}`;
       return { key: `${owner}\t${rest}`, ttl: r.ttl as number, owner, rest };
     });
     if (records.length) sections.push({ title, records });
