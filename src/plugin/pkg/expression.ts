@@ -111,7 +111,7 @@ interface Token {
 }
 
 const OPERATORS = [
-  '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '**', '..', '<', '>', '!', '+', '-', '*', '/', '%', '^', ',',
+  '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '**', '..', '##', '<', '>', '!', '+', '-', '*', '/', '%', '^', ',',
   '.', '?', ':', '|', '#', ';', '=',
 ];
 const KEYWORD_OPERATORS = new Set(['and', 'or', 'not', 'in', 'matches', 'contains', 'startsWith', 'endsWith']);
@@ -236,7 +236,7 @@ function unescape(r: readonly string[], pos: number, fail: (msg: string, pos: nu
 
 type Node =
   | { readonly k: 'lit'; readonly v: ExprValue; readonly t: T; readonly pos: number }
-  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[] }
+  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[]; elem?: T }
   | { readonly k: 'call'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; f?: number; cidr?: Cidr }
   | { readonly k: 'un'; readonly op: string; readonly x: Node; readonly pos: number }
   | { readonly k: 'bin'; readonly op: string; readonly not: boolean; readonly l: Node; readonly r: Node; readonly pos: number; re?: GoRegexp }
@@ -285,7 +285,7 @@ const SIG_BUILTINS: ReadonlyMap<string, readonly Sig[]> = new Map<string, readon
   ['replace', [sig('string', 'string', 'string', 'string', 'int'), sig('string', 'string', 'string', 'string')]],
   ['split', [sig('[]string', 'string', 'string'), sig('[]string', 'string', 'string', 'int')]],
   ['join', [sig('string', '[]string', 'string'), sig('string', '[]interface {}', 'string'), sig('string', '[]interface {}'),
-    sig('string', '[]string', 'string')]],
+    sig('string', '[]string', 'string'), sig('string', '[]string')]],
   ['indexOf', [sig('int', 'string', 'string')]],
   ['lastIndexOf', [sig('int', 'string', 'string')]],
   ['hasPrefix', [sig('bool', 'string', 'string')]],
@@ -293,9 +293,9 @@ const SIG_BUILTINS: ReadonlyMap<string, readonly Sig[]> = new Map<string, readon
 ]);
 /** Builtins with expr's own Validate: one argument of these kinds. */
 const CONVERSIONS: ReadonlyMap<string, { readonly ret: T; readonly accepts: ReadonlySet<T> }> = new Map([
-  ['len', { ret: 'int' as T, accepts: new Set<T>(['string', '[]interface {}', '[]string', 'interface {}', 'nil']) }],
-  ['int', { ret: 'int' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', 'nil']) }],
-  ['float', { ret: 'float64' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', 'nil']) }],
+  ['len', { ret: 'int' as T, accepts: new Set<T>(['string', '[]interface {}', '[]string', 'interface {}', '*interface {}']) }],
+  ['int', { ret: 'int' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', '*interface {}']) }],
+  ['float', { ret: 'float64' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', '*interface {}']) }],
 ]);
 /** Words a variable cannot be named: the literals and keyword operators of expr's lexer. */
 const KEYWORDS = new Set(['true', 'false', 'nil', 'and', 'or', 'not', 'in', 'matches', 'contains', 'startsWith', 'endsWith',
@@ -546,10 +546,11 @@ class Parser {
       case 'Operator':
         if (this.depth > 0 && t.value === '#') {
           this.i++;
-          if (this.cur.kind === 'Identifier') this.unsupported('named pointers (#name)', t.pos);
+          // Only map, reduce and the like name their pointers (#index, #acc): none is in the subset.
+          if (this.cur.kind === 'Identifier') this.fail(`unknown pointer #${this.cur.value}`, t.pos);
           return this.postfix({ k: 'ptr', pos: t.pos });
         }
-        if (t.value === '#' || t.value === '.') this.unsupported('predicates', t.pos);
+        if (this.depth > 0 && t.value === '.') this.unsupported('member access of the element', t.pos);
         break;
       default:
         break;
@@ -582,6 +583,16 @@ function isNum(t: T): boolean { return t === 'int' || t === 'float64'; }
 function isAny(t: T): boolean { return t === 'interface {}' || t === '*interface {}'; }
 
 type Fail = (msg: string, pos: number) => never;
+
+/** reflect.Kind, as far as expr's checker compares kinds. */
+function kindOf(t: T): string { return t === '[]interface {}' || t === '[]string' ? 'slice' : t; }
+
+/** The element type of an array-typed node: a literal's common element type, a []string's string, else unknown. */
+function elemOf(n: Node, t: T): T {
+  if (t === '[]string') return 'string';
+  if (n.k === 'arr' && n.elem !== undefined) return n.elem;
+  return 'interface {}';
+}
 
 /** expr's checkArguments for one Go signature: the error and its position, or undefined when the arguments fit. */
 function argsError(name: string, params: readonly T[], args: readonly Node[], pos: number, typeOf: (i: number) => T): [string, number] | undefined {
@@ -619,7 +630,8 @@ function check(n: Node, fail: Fail, elem?: T): T {
       if (conv !== undefined) {
         const types = n.args.map((a) => check(a, fail, elem));
         if (types.length !== 1) fail(`invalid number of arguments (expected 1, got ${types.length})`, n.pos);
-        if (!conv.accepts.has(types[0]!)) fail(`invalid argument for ${n.fn} (type ${types[0]})`, n.pos);
+        // A nil argument has no reflect.Type: Go prints it as %!s(<nil>).
+        if (!conv.accepts.has(types[0]!)) fail(`invalid argument for ${n.fn} (type ${types[0] === 'nil' ? '%!s(<nil>)' : types[0]})`, n.pos);
         return conv.ret;
       }
       const sigs = SIG_BUILTINS.get(n.fn)!;
@@ -641,16 +653,22 @@ function check(n: Node, fail: Fail, elem?: T): T {
         fail(`builtin ${n.fn} takes only array (got ${coll})`, n.args[0]!.pos);
       }
       if (n.args.length === 1) return 'int';
-      const out = check(n.args[1]!, fail, coll === '[]string' ? 'string' : 'interface {}');
+      const out = check(n.args[1]!, fail, elemOf(n.args[0]!, coll));
       if (out !== 'bool' && !isAny(out)) fail(`predicate should return boolean (got ${out})`, n.args[1]!.pos);
       return n.fn === 'count' ? 'int' : 'bool';
     }
     case 'arr': {
       let constant = true;
+      // expr's arrayNode: the elements' type when all are of one kind (printed []interface {} still).
+      let same = true;
+      let prev: T | undefined;
       for (const it of n.items) {
-        check(it, fail, elem);
+        const t = check(it, fail, elem);
+        if (prev !== undefined && kindOf(t) !== kindOf(prev)) same = false;
+        prev = t;
         if (it.k !== 'lit') constant = false;
       }
+      if (same && prev !== undefined && prev !== 'nil') n.elem = prev;
       if (constant) n.constant = n.items.map((it) => (it as { v: ExprValue }).v);
       return '[]interface {}';
     }
@@ -697,9 +715,17 @@ function check(n: Node, fail: Fail, elem?: T): T {
         case '<': case '>': case '<=': case '>=':
           if (!anyOf && !(isNum(l) && isNum(r)) && !(l === 'string' && r === 'string')) mismatch();
           return 'bool';
-        case 'in':
-          if (r !== '[]interface {}' && r !== '[]string' && !isAny(r)) mismatch();
-          return 'bool';
+        case 'in': {
+          if (r === '[]interface {}' || r === '[]string') {
+            const re = elemOf(n.r, r);
+            const comparable = isAny(l) || isAny(re) || l === 'nil' || re === 'nil' || (isNum(l) && isNum(re)) ||
+              (kindOf(l) === 'slice' && kindOf(re) === 'slice') || l === re;
+            if (!comparable) fail(`cannot use ${l} as type ${re} in array`, n.pos);
+            return 'bool';
+          }
+          if (isAny(r) || (isAny(l) && r === 'string')) return 'bool';
+          return mismatch();
+        }
         case 'matches':
           if ((l !== 'string' && !isAny(l)) || (r !== 'string' && !isAny(r))) mismatch();
           if (n.r.k === 'lit' && typeof n.r.v === 'string') {
