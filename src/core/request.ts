@@ -51,9 +51,12 @@ export interface DeriveOptions {
   deadline?: number;
   /**
    * The change stands for a CoreDNS plugin editing the query itself (header's
-   * query rules): the replies the server makes on its own (SERVFAIL, REFUSED…
+   * query rules, rewrite): the replies the server makes on its own (SERVFAIL, REFUSED…
    * after the chain) are built from this request's message, as CoreDNS builds
-   * them from the edited query.
+   * them from the edited query; the reply is fitted to its EDNS buffer size; and
+   * the original request's type, class, DO bit, size and length read the edited
+   * query's (what plugins earlier in the chain, log and prometheus, see once the
+   * rest of the chain ran).
    */
   inPlace?: boolean;
 }
@@ -92,6 +95,8 @@ export class Request {
   private meta: Map<string, string | (() => string)> | undefined;
   /** Set on the root by `derive({ inPlace: true })`: the query as the chain last edited it. */
   private edited: Message | undefined;
+  /** The encoded length of `edited` (computed when asked). */
+  private editedLength: { msg: Message; length: number } | undefined;
   /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
   private udpLimit = 0;
   /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
@@ -143,11 +148,19 @@ export class Request {
     return this.lowerName;
   }
 
-  get qtype(): number { return this.msg.question[0]?.type ?? 0; }
-  get qclass(): number { return this.msg.question[0]?.class ?? 0; }
+  /**
+   * The message as the chain has left it: for the request a listener made (the root), the query
+   * as a plugin last edited it in place (`derive({ inPlace: true })`), as CoreDNS's plugins that
+   * hold the *dns.Msg see it once the rest of the chain ran; for a derived request, its own.
+   * The name is not taken from it: CoreDNS's plugins read (and keep) the name before the chain runs.
+   */
+  private get current(): Message { return this.root === this ? (this.edited ?? this.msg) : this.msg; }
+
+  get qtype(): number { return this.current.question[0]?.type ?? 0; }
+  get qclass(): number { return this.current.question[0]?.class ?? 0; }
 
   /** The DO bit of the query's OPT record. */
-  get do(): boolean { return this.msg.edns?.do ?? false; }
+  get do(): boolean { return this.current.edns?.do ?? false; }
 
   /** 1 for IPv4 clients, 2 for IPv6 (CoreDNS's `family` label). */
   get family(): 1 | 2 { return this.remoteAddress.includes(':') ? 2 : 1; }
@@ -163,7 +176,7 @@ export class Request {
    * limit of `limitUdpSize` when one was set on this query or one it derives from.
    */
   get udpSize(): number | undefined {
-    const e = this.msg.edns;
+    const e = this.current.edns;
     if (e === undefined) return undefined;
     const limit = this.root.udpLimit;
     return limit !== 0 && limit < e.udpSize ? limit : e.udpSize;
@@ -194,8 +207,13 @@ export class Request {
     return end < 0 ? -1 : end + 4;
   }
 
-  /** Request length in bytes (as received, or as encoded for a derived request). */
-  get length(): number { return this.wire.length; }
+  /** Request length in bytes (as received, or as encoded for a derived or edited request). */
+  get length(): number {
+    const e = this.root === this ? this.edited : undefined;
+    if (e === undefined) return this.wire.length;
+    if (this.editedLength?.msg !== e) this.editedLength = { msg: e, length: encodeMessage(e).length };
+    return this.editedLength.length;
+  }
 
   /** Name of the plugin currently handling the query; the final writer records who replied. */
   get plugin(): string { return this.root.pluginName; }
