@@ -15,8 +15,9 @@
 // the `group()` function. Compilation checks types as expr's checker does and
 // fails with expr's messages and position snippet
 // (`unknown name foo (1:1)\n | foo()\n | ^`); syntax expr-lang has but this
-// subset does not (member access, indexing, the other builtins, ranges,
-// pipes, closures, ...) fails with an UnsupportedExpression.
+// subset does not (member access, slices, the other builtins, ranges,
+// pipes, closures, ...) fails with an UnsupportedExpression. Arrays index
+// with `x[i]` (negative from the end).
 // Evaluating walks the tree without allocating for the usual expressions
 // (constant arrays, CIDRs and regexps are prepared at compile time).
 
@@ -236,7 +237,8 @@ function unescape(r: readonly string[], pos: number, fail: (msg: string, pos: nu
 
 type Node =
   | { readonly k: 'lit'; readonly v: ExprValue; readonly t: T; readonly pos: number }
-  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[]; elem?: T }
+  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[]; elem?: T; last?: Node }
+  | { readonly k: 'idx'; readonly x: Node; readonly i: Node; readonly pos: number; elemNode?: Node }
   | { readonly k: 'call'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; f?: number; cidr?: Cidr }
   | { readonly k: 'un'; readonly op: string; readonly x: Node; readonly pos: number }
   | { readonly k: 'bin'; readonly op: string; readonly not: boolean; readonly l: Node; readonly r: Node; readonly pos: number; re?: GoRegexp }
@@ -431,7 +433,7 @@ class Parser {
       this.i++;
       return { k: 'un', op: t.value, x: this.expr(90), pos: t.pos };
     }
-    return this.postfix(this.primary());
+    return this.primary();
   }
 
   /** expr's parseArguments: `(a, b,)`. */
@@ -479,12 +481,19 @@ class Parser {
     return { k: 'pred', fn: t.value, args, pos: t.pos };
   }
 
+  /** expr's parsePostfixExpression: `x[i]` (slices `x[a:b]` and members `x.f` are outside the subset). */
   private postfix(n: Node): Node {
-    const t = this.cur;
-    if ((t.kind === 'Operator' && (t.value === '.' || t.value === '?.')) || (t.kind === 'Bracket' && t.value === '[')) {
-      this.unsupported('member access and indexing', t.pos);
+    for (;;) {
+      const t = this.cur;
+      if (t.kind === 'Operator' && (t.value === '.' || t.value === '?.')) this.unsupported('member access', t.pos);
+      if (!(t.kind === 'Bracket' && t.value === '[')) return n;
+      this.i++;
+      if (this.at('Operator', ':')) this.unsupported('slices', t.pos);
+      const i = this.expr(0);
+      if (this.at('Operator', ':')) this.unsupported('slices', t.pos);
+      this.expect('Bracket', ']');
+      n = { k: 'idx', x: n, i, pos: t.pos };
     }
-    return n;
   }
 
   private primary(): Node {
@@ -497,7 +506,7 @@ class Parser {
       }
       case 'String':
         this.i++;
-        return { k: 'lit', v: t.value, t: 'string', pos: t.pos };
+        return this.postfix({ k: 'lit', v: t.value, t: 'string', pos: t.pos });
       case 'Identifier': {
         this.i++;
         if (t.value === 'true' || t.value === 'false') return { k: 'lit', v: t.value === 'true', t: 'bool', pos: t.pos };
@@ -528,7 +537,7 @@ class Parser {
           this.i++;
           const n = this.expr(0);
           this.expect('Bracket', ')');
-          return n;
+          return this.postfix(n);
         }
         if (t.value === '[') {
           this.i++;
@@ -539,7 +548,7 @@ class Parser {
             items.push(this.expr(0));
           }
           this.i++;
-          return { k: 'arr', items, pos: t.pos };
+          return this.postfix({ k: 'arr', items, pos: t.pos });
         }
         if (t.value === '{') this.unsupported('maps', t.pos);
         break;
@@ -591,6 +600,8 @@ function kindOf(t: T): string { return t === '[]interface {}' || t === '[]string
 function elemOf(n: Node, t: T): T {
   if (t === '[]string') return 'string';
   if (n.k === 'arr' && n.elem !== undefined) return n.elem;
+  // An element of a literal array of arrays: that array's own element type.
+  if (n.k === 'idx' && n.elemNode !== undefined) return elemOf(n.elemNode, t);
   return 'interface {}';
 }
 
@@ -619,6 +630,21 @@ function check(n: Node, fail: Fail, elem?: T): T {
       return n.t;
     case 'ptr':
       return elem ?? 'interface {}';
+    case 'idx': {
+      // expr's memberNode for an integer property.
+      const bt = check(n.x, fail, elem);
+      const it = check(n.i, fail, elem);
+      if (bt === 'interface {}') return 'interface {}';
+      const shown = (t: T): string => t === 'nil' ? 'unknown' : t;
+      if (bt === '[]interface {}' || bt === '[]string') {
+        if (it !== 'int' && it !== 'interface {}' && it !== '*interface {}') {
+          fail(`array elements can only be selected using an integer (got ${shown(it)})`, n.i.pos);
+        }
+        if (n.x.k === 'arr' && n.x.last !== undefined) n.elemNode = n.x.last;
+        return elemOf(n.x, bt);
+      }
+      return fail(`type ${bt === '*interface {}' ? 'interface {}' : bt}[${shown(it)}] is undefined`, n.pos);
+    }
     case 'group': {
       const err = argsError('group', ['interface {}'], n.args, n.pos, (i) => check(n.args[i]!, fail, elem));
       if (err !== undefined) fail(err[0], err[1]);
@@ -668,7 +694,10 @@ function check(n: Node, fail: Fail, elem?: T): T {
         prev = t;
         if (it.k !== 'lit') constant = false;
       }
-      if (same && prev !== undefined && prev !== 'nil') n.elem = prev;
+      if (same && prev !== undefined && prev !== 'nil') {
+        n.elem = prev;
+        n.last = n.items[n.items.length - 1];
+      }
       if (constant) n.constant = n.items.map((it) => (it as { v: ExprValue }).v);
       return '[]interface {}';
     }
@@ -976,6 +1005,15 @@ function evaluate(n: Node, req: Request, env: ExprEnv | undefined, elem: ExprVal
     case 'lit': return n.v;
     case 'var': return env!.vars[n.slot]!;
     case 'ptr': return elem;
+    case 'idx': {
+      const a = evaluate(n.x, req, env, elem);
+      const i = evaluate(n.i, req, env, elem);
+      if (!Array.isArray(a) || typeof i !== 'number') throw new RunError('cannot fetch');
+      const items = a as readonly ExprValue[];
+      const at = i < 0 ? items.length + i : i;
+      if (!Number.isInteger(at) || at < 0 || at >= items.length) throw new RunError(`index out of range: ${at} (array length is ${items.length})`);
+      return items[at]!;
+    }
     case 'group': {
       // CoreDNS's group(): an int is an index, a string a name; anything else (a float) finds nothing.
       const v = evaluate(n.args[0]!, req, env, elem);
