@@ -25,6 +25,7 @@ import type { Request } from '../../core/request.ts';
 import { classToString, typeToString } from '../../wire/constants.ts';
 import { cidrContains, parseCidr, parseIP, type Cidr } from '../../wire/ip.ts';
 import { GoRegexp, GoRegexpError } from './regexp.ts';
+import { formatFloatG } from './gotemplate.ts';
 
 /** A value an expression computes. */
 export type ExprValue = string | number | boolean | null | readonly ExprValue[];
@@ -246,7 +247,7 @@ type Node =
   | { readonly k: 'var'; readonly slot: number; readonly t: T; readonly pos: number }
   | { readonly k: 'ptr'; readonly pos: number }
   | { readonly k: 'group'; readonly args: readonly Node[]; readonly pos: number; argType?: T }
-  | { readonly k: 'builtin'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; sig?: number }
+  | { readonly k: 'builtin'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; sig?: number; argT?: T }
   | { readonly k: 'pred'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number };
 
 const BINARY: ReadonlyMap<string, number> = new Map([
@@ -668,6 +669,7 @@ function check(n: Node, fail: Fail, elem?: T): T {
         last = argsError(n.fn, sigs[k]!.params, n.args, n.pos, typeOf);
         if (last === undefined) {
           n.sig = k;
+          if (n.args.length > 0) n.argT = typeOf(0);
           return sigs[k]!.ret;
         }
       }
@@ -819,15 +821,14 @@ function goTrim(s: string, cutset: string): string {
 /** Go's unicode.IsSpace set, as strings.TrimSpace uses it. */
 const GO_SPACE = '\t\n\v\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 
-/** Go's fmt `%v` of an expression value (expr's string()). */
-function goFormat(v: ExprValue): string {
+/**
+ * Go's fmt `%v` of an expression value (expr's string()): `float` when the value is statically a
+ * float64 (a whole float64 prints as `2`, a large one as `1e+06`); in arrays, whole numbers are ints.
+ */
+function goFormat(v: ExprValue, float: boolean): string {
   if (v === null) return '<nil>';
-  if (Array.isArray(v)) return '[' + (v as readonly ExprValue[]).map(goFormat).join(' ') + ']';
-  if (typeof v === 'number' && !Number.isInteger(v)) {
-    const e = v.toExponential();
-    const exp = Number(e.slice(e.indexOf('e') + 1));
-    if (exp < -4 || exp >= 21) return e.replace(/e([+-])(\d)$/, 'e$10$2');
-  }
+  if (Array.isArray(v)) return '[' + (v as readonly ExprValue[]).map((x) => goFormat(x, false)).join(' ') + ']';
+  if (typeof v === 'number' && (float || !Number.isInteger(v))) return formatFloatG(v, -1);
   return String(v);
 }
 
@@ -866,9 +867,9 @@ function builtin(n: Extract<Node, { k: 'builtin' }>, req: Request, env: ExprEnv 
       }
       throw new RunError('invalid argument for float');
     }
-    case 'string': return goFormat(arg(0));
-    case 'upper': return str(arg(0)).toUpperCase();
-    case 'lower': return str(arg(0)).toLowerCase();
+    case 'string': return goFormat(arg(0), n.argT === 'float64');
+    case 'upper': return goCase(str(arg(0)), true);
+    case 'lower': return goCase(str(arg(0)), false);
     case 'trim': return a.length === 1 ? goTrim(str(arg(0)), GO_SPACE) : goTrim(str(arg(0)), str(arg(1)));
     case 'trimPrefix': {
       const s = str(arg(0)), p = a.length === 2 ? str(arg(1)) : ' ';
@@ -909,6 +910,18 @@ function builtin(n: Extract<Node, { k: 'builtin' }>, req: Request, env: ExprEnv 
     case 'hasPrefix': return str(arg(0)).startsWith(str(arg(1)));
     default: return str(arg(0)).endsWith(str(arg(1)));
   }
+}
+
+/** Go's strings.ToUpper/ToLower: unicode's one-to-one mapping of each character (no 'ß' to 'SS'). */
+function goCase(s: string, upper: boolean): string {
+  if (/^[\x00-\x7f]*$/.test(s)) return upper ? s.toUpperCase() : s.toLowerCase();
+  let out = '';
+  for (const c of s) {
+    if (!upper && c === '\u0130') { out += 'i'; continue; }
+    const m = upper ? c.toUpperCase() : c.toLowerCase();
+    out += m.length === c.length ? m : c;
+  }
+  return out;
 }
 
 /** Go's strings.Index/LastIndex: a byte offset. */
