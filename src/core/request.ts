@@ -67,9 +67,12 @@ export interface DeriveOptions {
   deadline?: number;
   /**
    * The change stands for a CoreDNS plugin editing the query itself (header's
-   * query rules): the replies the server makes on its own (SERVFAIL, REFUSED…
+   * query rules, rewrite): the replies the server makes on its own (SERVFAIL, REFUSED…
    * after the chain) are built from this request's message, as CoreDNS builds
-   * them from the edited query.
+   * them from the edited query; the reply is fitted to its EDNS buffer size; and
+   * the original request's type, class, DO bit, size and length read the edited
+   * query's (what plugins earlier in the chain, log and prometheus, see once the
+   * rest of the chain ran).
    */
   inPlace?: boolean;
 }
@@ -170,11 +173,19 @@ export class Request {
     return this.lowerName;
   }
 
-  get qtype(): number { return this.msg.question[0]?.type ?? 0; }
-  get qclass(): number { return this.msg.question[0]?.class ?? 0; }
+  /**
+   * The message as the chain has left it: for the request a listener made (the root), the query
+   * as a plugin last edited it in place (`derive({ inPlace: true })`), as CoreDNS's plugins that
+   * hold the *dns.Msg see it once the rest of the chain ran; for a derived request, its own.
+   * The name is not taken from it: CoreDNS's plugins read (and keep) the name before the chain runs.
+   */
+  private get current(): Message { return this.root === this ? (this.edited ?? this.msg) : this.msg; }
+
+  get qtype(): number { return this.current.question[0]?.type ?? 0; }
+  get qclass(): number { return this.current.question[0]?.class ?? 0; }
 
   /** The DO bit of the query's OPT record. */
-  get do(): boolean { return this.msg.edns?.do ?? false; }
+  get do(): boolean { return this.current.edns?.do ?? false; }
 
   /** 1 for IPv4 clients, 2 for IPv6 (CoreDNS's `family` label). */
   get family(): 1 | 2 { return this.remoteAddress.includes(':') ? 2 : 1; }
@@ -190,7 +201,7 @@ export class Request {
    * limit of `limitUdpSize` when one was set on this query or one it derives from.
    */
   get udpSize(): number | undefined {
-    const e = this.msg.edns;
+    const e = this.current.edns;
     if (e === undefined) return undefined;
     const limit = this.root.udpLimit;
     return limit !== 0 && limit < e.udpSize ? limit : e.udpSize;

@@ -361,7 +361,8 @@ const V6_LIMIT = { compressAbove: 1220 };
  * declared (`supported`): since CoreDNS 1.15.0 unhandled options are not echoed.
  */
 export function sizeAndDo(req: Request, reply: Message, supported: ReadonlySet<number>): void {
-  const q = req.msg.edns;
+  // The query as the chain left it: a plugin that edits it in place (rewrite's edns0 rules) edits the OPT echoed.
+  const q = req.replyBase.edns;
   if (q === undefined) return;
   // req.udpSize: the query's size as the chain left it (bufsize lowers it, as CoreDNS's in-place OPT rewrite).
   const udpSize = req.udpSize ?? q.udpSize;
@@ -468,7 +469,7 @@ export class ClientWriter implements ResponseWriter {
     const req = this.req;
     if (req.extendedErrors !== undefined || req.replySigner !== undefined) { this.writeDecoded(reply); return; }
     let out = reply;
-    const q = req.msg.edns;
+    const q = req.replyBase.edns;
     if (q !== undefined) {
       const at = findOptRecord(reply);
       if (at === -2 || (at >= 0 && reply[at] !== 0)) { this.writeDecoded(reply); return; }

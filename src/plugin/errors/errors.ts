@@ -5,6 +5,7 @@ import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../pl
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import { typeToString } from '../../wire/constants.ts';
+import { asciiLower } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { formatDuration, toMillis } from '../pkg/duration.ts';
 import type { GoRegexp } from '../pkg/regexp.ts';
@@ -76,7 +77,9 @@ export class ErrorsHandler implements Handler {
         break;
       }
     }
-    this.emit(level, `${e.rcode} ${req.name} ${typeToString(req.qtype)}: ${text}`);
+    // CoreDNS reads the name and type after the chain ran: a query rewritten in place shows its new ones.
+    const name = req.replyBase.question[0]?.name;
+    this.emit(level, `${e.rcode} ${name === undefined ? '.' : asciiLower(name)} ${typeToString(req.qtype)}: ${text}`);
   }
 
   /** Count one error for `p`; false when it must be printed now (first of a period with show_first, or stopped). */

@@ -45,7 +45,7 @@ test('expression: compile errors read as expr-lang prints them', () => {
 });
 
 test('expression: expr-lang syntax outside the subset is refused as such', () => {
-  for (const src of ["type == 'A'", '1 .. 2', 'len(name()) > 3', "name().foo", "[1][0] == 1", 'do() ?: true', "nil ?? 'a'", "let x = 1; x"]) {
+  for (const src of ["type == 'A'", '1 .. 2', 'abs(size()) > 3', 'filter([1], # > 0) == [1]', "split(name(), '.')[0:1] == ['a']", "name().foo", "[1][:1] == [1]", 'do() ?: true', "nil ?? 'a'", "let x = 1; x"]) {
     assert.throws(() => Expression.compile(src), UnsupportedExpression, src);
   }
 });
@@ -102,6 +102,15 @@ const VALUES: [string, unknown][] = [
   ['1 < size() <= 2', false],
   ["type() == 'AAAA' ? 'six' : 'four'", 'six'],
   ['false ? 1 : do() ? 2 : 3', 2],
+  ["split(name(), '.')[0]", 'abc'],
+  ["split(name(), '.')[-2]", 'example'],
+  ['[[1, 2], [3]][1][0] * 2', 6],
+  ["len(split(name(), '.')) + len('é')", 5],
+  ["upper(replace(name(), '.', '-', 1))", 'ABC-X.EXAMPLE.'],
+  ["any(['AAAA', 'A'], # == type()) && all([1, 2], # > 0) && none([1], # > 1) && one([1, 2], # > 1)", true],
+  ["count(split(name(), '.'), # != '')", 3],
+  ["trim('..a..', '.') + trimSuffix('ab', 'b') + trimPrefix(' c') + string(1.5) + string(int('7') + int(2.9))", 'aac1.59'],
+  ["join(['a', 'b'], '-') + string(indexOf('héllo', 'l')) + string(hasSuffix('ab', 'b'))", 'a-b3true'],
 ];
 
 test('expression: values of the DefaultEnv functions and operators', () => {
@@ -116,6 +125,22 @@ test('expression: test() is true only for boolean true; run-time errors are fals
   assert.equal(Expression.compile("name() matches type() + '('").test(q), false);
   assert.equal(Expression.compile('1 % (size() - size()) == 0').test(q), false);
   assert.throws(() => Expression.compile("incidr('x', '10.0.0.0/8')").run(q), /first argument is not an IP address/);
+});
+
+test('expression: run-time errors of builtins and indexing', () => {
+  for (const src of ["int('x') > 0", "split(name(), '.')[9] == ''", "float('x') > 0"]) {
+    assert.throws(() => Expression.compile(src).run(q), Error, src);
+  }
+});
+
+test('expression: a scope adds variables and group()', () => {
+  const scope = { vars: [{ name: 'n', type: 'int' as const }, { name: 's', type: '*interface {}' as const }], group: true };
+  const e = Expression.compile("n * 2 + len(group('a') + group(0) + group(5))", scope);
+  assert.equal(e.type, 'int');
+  const env = { vars: [3, 'x'], group: (k: string): string => (k === 'a' ? 'AA' : k === '0' ? 'whole' : '') };
+  assert.equal(e.run(q, env), 13);
+  assert.throws(() => Expression.compile('group(1)'), ExpressionError);
+  assert.throws(() => Expression.compile('upper(s)', scope), /cannot use \*interface \{\} as argument \(type string\) to call upper/);
 });
 
 test('expression: metadata() reads the request\'s labels once collection began', () => {

@@ -7,10 +7,17 @@
 // the DefaultEnv functions, `or`/`||`, `and`/`&&`, `not`/`!`, `==`, `!=`, `<`,
 // `<=`, `>`, `>=`, `in`, `matches` (Go regexps), `contains`, `startsWith`,
 // `endsWith` (each also after `not`), `+`, `-`, `*`, `/`, `%` and unary
-// `-`/`+`, chained comparisons (`1 < size() < 512`) and `cond ? a : b`. Compilation checks types as expr's checker does and fails with
-// expr's messages and position snippet (`unknown name foo (1:1)\n | foo()\n | ^`);
-// syntax expr-lang has but this subset does not (member access, builtins,
-// ranges, ternaries, pipes, closures, ...) fails with an UnsupportedExpression.
+// `-`/`+`, chained comparisons (`1 < size() < 512`) and `cond ? a : b`; the
+// builtins len, int, float, string, upper, lower, trim, trimPrefix,
+// trimSuffix, replace, split, join, indexOf, lastIndexOf, hasPrefix,
+// hasSuffix, and the predicates any, all, none, one and count with `#` for
+// the element. A scope (template's `var`/`expr`) adds named variables and
+// the `group()` function. Compilation checks types as expr's checker does and
+// fails with expr's messages and position snippet
+// (`unknown name foo (1:1)\n | foo()\n | ^`); syntax expr-lang has but this
+// subset does not (member access, slices, the other builtins, ranges,
+// pipes, closures, ...) fails with an UnsupportedExpression. Arrays index
+// with `x[i]` (negative from the end).
 // Evaluating walks the tree without allocating for the usual expressions
 // (constant arrays, CIDRs and regexps are prepared at compile time).
 
@@ -18,6 +25,7 @@ import type { Request } from '../../core/request.ts';
 import { classToString, typeToString } from '../../wire/constants.ts';
 import { cidrContains, parseCidr, parseIP, type Cidr } from '../../wire/ip.ts';
 import { GoRegexp, GoRegexpError } from './regexp.ts';
+import { formatFloatG } from './gotemplate.ts';
 
 /** A value an expression computes. */
 export type ExprValue = string | number | boolean | null | readonly ExprValue[];
@@ -40,7 +48,27 @@ export class UnsupportedExpression extends Error {
 
 // ---- types (the names expr's checker prints) ----
 
-type T = 'string' | 'int' | 'float64' | 'bool' | 'nil' | '[]interface {}' | 'interface {}';
+// `*interface {}` is a template variable whose expression has no static type (CoreDNS declares it as new(any)).
+type T = 'string' | 'int' | 'float64' | 'bool' | 'nil' | '[]interface {}' | '[]string' | 'interface {}' | '*interface {}';
+
+/** The static type of an expression, as expr's checker names it. */
+export type ExprType = T;
+
+/** What an expression may name beyond DefaultEnv (CoreDNS's template varEnv). */
+export interface ExprScope {
+  /** Variables declared so far, in order: a variable's slot is its position. */
+  readonly vars: readonly { readonly name: string; readonly type: T }[];
+  /** template's `group(name or index)`. */
+  readonly group: boolean;
+}
+
+/** The per-query values a scoped expression reads. */
+export interface ExprEnv {
+  /** The variables' values, by slot. */
+  readonly vars: readonly ExprValue[];
+  /** The capture group named `key`, or numbered `key`; '' when there is none. */
+  group(key: string): string;
+}
 
 interface FnDef {
   readonly params: readonly T[];
@@ -85,7 +113,7 @@ interface Token {
 }
 
 const OPERATORS = [
-  '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '**', '..', '<', '>', '!', '+', '-', '*', '/', '%', '^', ',',
+  '==', '!=', '<=', '>=', '&&', '||', '??', '?.', '**', '..', '##', '<', '>', '!', '+', '-', '*', '/', '%', '^', ',',
   '.', '?', ':', '|', '#', ';', '=',
 ];
 const KEYWORD_OPERATORS = new Set(['and', 'or', 'not', 'in', 'matches', 'contains', 'startsWith', 'endsWith']);
@@ -210,11 +238,17 @@ function unescape(r: readonly string[], pos: number, fail: (msg: string, pos: nu
 
 type Node =
   | { readonly k: 'lit'; readonly v: ExprValue; readonly t: T; readonly pos: number }
-  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[] }
+  | { readonly k: 'arr'; readonly items: readonly Node[]; readonly pos: number; constant?: readonly ExprValue[]; elem?: T; last?: Node }
+  | { readonly k: 'idx'; readonly x: Node; readonly i: Node; readonly pos: number; elemNode?: Node }
   | { readonly k: 'call'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; f?: number; cidr?: Cidr }
   | { readonly k: 'un'; readonly op: string; readonly x: Node; readonly pos: number }
   | { readonly k: 'bin'; readonly op: string; readonly not: boolean; readonly l: Node; readonly r: Node; readonly pos: number; re?: GoRegexp }
-  | { readonly k: 'cond'; readonly c: Node; readonly a: Node; readonly b: Node; readonly pos: number };
+  | { readonly k: 'cond'; readonly c: Node; readonly a: Node; readonly b: Node; readonly pos: number }
+  | { readonly k: 'var'; readonly slot: number; readonly t: T; readonly pos: number }
+  | { readonly k: 'ptr'; readonly pos: number }
+  | { readonly k: 'group'; readonly args: readonly Node[]; readonly pos: number; argType?: T }
+  | { readonly k: 'builtin'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number; sig?: number; argT?: T }
+  | { readonly k: 'pred'; readonly fn: string; readonly args: readonly Node[]; readonly pos: number };
 
 const BINARY: ReadonlyMap<string, number> = new Map([
   ['or', 10], ['||', 10], ['and', 15], ['&&', 15],
@@ -226,16 +260,58 @@ const BINARY: ReadonlyMap<string, number> = new Map([
 const UNSUPPORTED_BINARY = new Set(['..', '??', '**', '^', '|', '?.', '.']);
 /** expr's chained comparisons: `a < b < c` is `a < b && b < c`. */
 const CHAINED = new Set(['<', '>', '<=', '>=']);
-/** expr-lang's builtin functions (`type` is disabled by CoreDNS): none is in the subset. */
+/** expr-lang's builtin functions (builtin.Index of v1.17.8). */
 const BUILTINS = new Set([
   'all', 'none', 'any', 'one', 'filter', 'map', 'find', 'findIndex', 'findLast', 'findLastIndex', 'count', 'sum',
-  'groupBy', 'sortBy', 'reduce', 'len', 'abs', 'ceil', 'floor', 'round', 'int', 'float', 'string', 'trim',
+  'groupBy', 'sortBy', 'reduce', 'len', 'type', 'abs', 'ceil', 'floor', 'round', 'int', 'float', 'string', 'trim',
   'trimPrefix', 'trimSuffix', 'upper', 'lower', 'split', 'splitAfter', 'replace', 'repeat', 'join', 'indexOf',
   'lastIndexOf', 'hasPrefix', 'hasSuffix', 'max', 'min', 'mean', 'median', 'toJSON', 'fromJSON', 'toBase64',
-  'fromBase64', 'now', 'duration', 'date', 'timezone', 'first', 'last', 'get', 'keys', 'values', 'toPairs',
-  'fromPairs', 'sort', 'concat', 'flatten', 'uniq', 'bitand', 'bitor', 'bitxor', 'bitnand', 'bitnot', 'bitshl',
-  'bitshr', 'bitushr',
+  'fromBase64', 'now', 'duration', 'date', 'timezone', 'first', 'last', 'get', 'take', 'keys', 'values', 'toPairs',
+  'fromPairs', 'reverse', 'uniq', 'concat', 'flatten', 'sort', 'bitand', 'bitor', 'bitxor', 'bitnand', 'bitshl',
+  'bitshr', 'bitushr', 'bitnot',
 ]);
+/** expr's predicate builtins (parsed with a closure argument); the subset has the first five. */
+const PREDICATES = new Set(['any', 'all', 'none', 'one', 'count', 'filter', 'map', 'sum', 'find', 'findIndex', 'findLast',
+  'findLastIndex', 'groupBy', 'sortBy', 'reduce']);
+const SUPPORTED_PREDICATES = new Set(['any', 'all', 'none', 'one', 'count']);
+
+interface Sig { readonly params: readonly T[]; readonly ret: T }
+const sig = (ret: T, ...params: T[]): Sig => ({ params, ret });
+/** Builtins checked against Go signatures (expr's `Types`): the first that fits wins, else the last error. */
+const SIG_BUILTINS: ReadonlyMap<string, readonly Sig[]> = new Map<string, readonly Sig[]>([
+  ['string', [sig('string', 'interface {}')]],
+  ['upper', [sig('string', 'string')]],
+  ['lower', [sig('string', 'string')]],
+  ['trim', [sig('string', 'string'), sig('string', 'string', 'string')]],
+  ['trimPrefix', [sig('string', 'string', 'string'), sig('string', 'string')]],
+  ['trimSuffix', [sig('string', 'string', 'string'), sig('string', 'string')]],
+  ['replace', [sig('string', 'string', 'string', 'string', 'int'), sig('string', 'string', 'string', 'string')]],
+  ['split', [sig('[]string', 'string', 'string'), sig('[]string', 'string', 'string', 'int')]],
+  ['join', [sig('string', '[]string', 'string'), sig('string', '[]interface {}', 'string'), sig('string', '[]interface {}'),
+    sig('string', '[]string', 'string'), sig('string', '[]string')]],
+  ['indexOf', [sig('int', 'string', 'string')]],
+  ['lastIndexOf', [sig('int', 'string', 'string')]],
+  ['hasPrefix', [sig('bool', 'string', 'string')]],
+  ['hasSuffix', [sig('bool', 'string', 'string')]],
+]);
+/** Builtins with expr's own Validate: one argument of these kinds. */
+const CONVERSIONS: ReadonlyMap<string, { readonly ret: T; readonly accepts: ReadonlySet<T> }> = new Map([
+  ['len', { ret: 'int' as T, accepts: new Set<T>(['string', '[]interface {}', '[]string', 'interface {}', '*interface {}']) }],
+  ['int', { ret: 'int' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', '*interface {}']) }],
+  ['float', { ret: 'float64' as T, accepts: new Set<T>(['int', 'float64', 'string', 'interface {}', '*interface {}']) }],
+]);
+/** Words a variable cannot be named: the literals and keyword operators of expr's lexer. */
+const KEYWORDS = new Set(['true', 'false', 'nil', 'and', 'or', 'not', 'in', 'matches', 'contains', 'startsWith', 'endsWith',
+  'let', 'if', 'else']);
+
+/**
+ * CoreDNS's template refuses a `var` NAME that is already in its env (DefaultEnv, `group`, an
+ * earlier variable), an expr builtin, or not an identifier to expr's parser.
+ */
+export function reservedName(name: string, scope: ExprScope): boolean {
+  return FUNCS.has(name) || (scope.group && name === 'group') || scope.vars.some((v) => v.name === name) ||
+    BUILTINS.has(name) || KEYWORDS.has(name);
+}
 const NEGATABLE = new Set(['in', 'matches', 'contains', 'startsWith', 'endsWith']);
 
 class Parser {
@@ -244,8 +320,13 @@ class Parser {
   private readonly fail: (msg: string, pos: number) => never;
   private readonly unsupported: (what: string, pos: number) => never;
 
-  constructor(toks: Token[], fail: (msg: string, pos: number) => never, unsupported: (what: string, pos: number) => never) {
+  private readonly scope: ExprScope;
+  /** Predicate nesting: `#` is the element inside one. */
+  private depth = 0;
+
+  constructor(toks: Token[], scope: ExprScope, fail: (msg: string, pos: number) => never, unsupported: (what: string, pos: number) => never) {
     this.toks = toks;
+    this.scope = scope;
     this.fail = fail;
     this.unsupported = unsupported;
   }
@@ -353,15 +434,67 @@ class Parser {
       this.i++;
       return { k: 'un', op: t.value, x: this.expr(90), pos: t.pos };
     }
-    return this.postfix(this.primary());
+    return this.primary();
   }
 
-  private postfix(n: Node): Node {
-    const t = this.cur;
-    if ((t.kind === 'Operator' && (t.value === '.' || t.value === '?.')) || (t.kind === 'Bracket' && t.value === '[')) {
-      this.unsupported('member access and indexing', t.pos);
+  /** expr's parseArguments: `(a, b,)`. */
+  private callArgs(): Node[] {
+    this.expect('Bracket', '(');
+    const args: Node[] = [];
+    while (!this.at('Bracket', ')')) {
+      if (args.length > 0) this.expect('Operator', ',');
+      if (this.at('Bracket', ')')) break;
+      args.push(this.expr(0));
     }
-    return n;
+    this.i++;
+    return args;
+  }
+
+  /** expr's parseCall for a predicate builtin: an array expression, then a closure (optional for count). */
+  private predicateCall(t: Token): Node {
+    this.expect('Bracket', '(');
+    const optionalPredicate = t.value === 'count';
+    const args: Node[] = [];
+    for (let i = 0; i < 2; i++) {
+      if (this.at('Bracket', ')')) {
+        if (i === 1 && optionalPredicate) break;
+        this.fail('expected at least 2 arguments', this.cur.pos);
+      }
+      if (i > 0) this.expect('Operator', ',');
+      if (i === 0) {
+        args.push(this.expr(0));
+        continue;
+      }
+      const braces = this.at('Bracket', '{');
+      if (braces) this.i++;
+      this.depth++;
+      const body = this.expr(0);
+      this.depth--;
+      if (this.at('Operator', ';')) {
+        if (!braces) this.fail('wrap predicate with brackets { and }', this.cur.pos);
+        this.unsupported('sequences', this.cur.pos);
+      }
+      if (braces) this.expect('Bracket', '}');
+      args.push(body);
+    }
+    if (this.at('Operator', ',')) this.i++;
+    this.expect('Bracket', ')');
+    return { k: 'pred', fn: t.value, args, pos: t.pos };
+  }
+
+  /** expr's parsePostfixExpression: `x[i]` (slices `x[a:b]` and members `x.f` are outside the subset). */
+  private postfix(n: Node): Node {
+    for (;;) {
+      const t = this.cur;
+      if (t.kind === 'Operator' && (t.value === '.' || t.value === '?.')) this.unsupported('member access', t.pos);
+      if (!(t.kind === 'Bracket' && t.value === '[')) return n;
+      this.i++;
+      if (this.at('Operator', ':')) this.unsupported('slices', t.pos);
+      const i = this.expr(0);
+      if (this.at('Operator', ':')) this.unsupported('slices', t.pos);
+      this.expect('Bracket', ']');
+      n = { k: 'idx', x: n, i, pos: t.pos };
+    }
   }
 
   private primary(): Node {
@@ -374,24 +507,28 @@ class Parser {
       }
       case 'String':
         this.i++;
-        return { k: 'lit', v: t.value, t: 'string', pos: t.pos };
+        return this.postfix({ k: 'lit', v: t.value, t: 'string', pos: t.pos });
       case 'Identifier': {
         this.i++;
         if (t.value === 'true' || t.value === 'false') return { k: 'lit', v: t.value === 'true', t: 'bool', pos: t.pos };
         if (t.value === 'nil') return { k: 'lit', v: null, t: 'nil', pos: t.pos };
         if (this.cur.kind === 'Bracket' && this.cur.value === '(') {
-          this.i++;
-          const args: Node[] = [];
-          while (!this.at('Bracket', ')')) {
-            if (args.length > 0) this.expect('Operator', ',');
-            if (this.at('Bracket', ')')) break;
-            args.push(this.expr(0));
+          // expr's parseCall: predicates, then builtins (`type` is disabled: the env's), then the env's functions.
+          if (PREDICATES.has(t.value)) {
+            if (!SUPPORTED_PREDICATES.has(t.value)) this.unsupported(`the builtin ${t.value}()`, t.pos);
+            return this.postfix(this.predicateCall(t));
           }
-          this.i++;
-          if (!FUNCS.has(t.value) && BUILTINS.has(t.value)) this.unsupported(`the builtin ${t.value}()`, t.pos);
-          return { k: 'call', fn: t.value, args, pos: t.pos };
+          const args = this.callArgs();
+          if (t.value !== 'type' && BUILTINS.has(t.value)) {
+            if (!SIG_BUILTINS.has(t.value) && !CONVERSIONS.has(t.value)) this.unsupported(`the builtin ${t.value}()`, t.pos);
+            return this.postfix({ k: 'builtin', fn: t.value, args, pos: t.pos });
+          }
+          if (this.scope.group && t.value === 'group') return this.postfix({ k: 'group', args, pos: t.pos });
+          return this.postfix({ k: 'call', fn: t.value, args, pos: t.pos });
         }
-        if (FUNCS.has(t.value)) this.unsupported(`${t.value} without a call`, t.pos);
+        const slot = this.scope.vars.findIndex((v) => v.name === t.value);
+        if (slot >= 0) return this.postfix({ k: 'var', slot, t: this.scope.vars[slot]!.type, pos: t.pos });
+        if (FUNCS.has(t.value) || (this.scope.group && t.value === 'group')) this.unsupported(`${t.value} without a call`, t.pos);
         if (t.value === 'let' || t.value === 'if') this.unsupported(`"${t.value}"`, t.pos);
         this.fail(`unknown name ${t.value}`, t.pos);
         break;
@@ -401,7 +538,7 @@ class Parser {
           this.i++;
           const n = this.expr(0);
           this.expect('Bracket', ')');
-          return n;
+          return this.postfix(n);
         }
         if (t.value === '[') {
           this.i++;
@@ -412,12 +549,18 @@ class Parser {
             items.push(this.expr(0));
           }
           this.i++;
-          return { k: 'arr', items, pos: t.pos };
+          return this.postfix({ k: 'arr', items, pos: t.pos });
         }
         if (t.value === '{') this.unsupported('maps', t.pos);
         break;
       case 'Operator':
-        if (t.value === '#' || t.value === '.') this.unsupported('predicates', t.pos);
+        if (this.depth > 0 && t.value === '#') {
+          this.i++;
+          // Only map, reduce and the like name their pointers (#index, #acc): none is in the subset.
+          if (this.cur.kind === 'Identifier') this.fail(`unknown pointer #${this.cur.value}`, t.pos);
+          return this.postfix({ k: 'ptr', pos: t.pos });
+        }
+        if (this.depth > 0 && t.value === '.') this.unsupported('member access of the element', t.pos);
         break;
       default:
         break;
@@ -447,17 +590,115 @@ function numberLiteral(t: Token, errPos: number, fail: (msg: string, pos: number
 // ---- checker (expr's static types) ----
 
 function isNum(t: T): boolean { return t === 'int' || t === 'float64'; }
-function isAny(t: T): boolean { return t === 'interface {}'; }
+function isAny(t: T): boolean { return t === 'interface {}' || t === '*interface {}'; }
 
-function check(n: Node, fail: (msg: string, pos: number) => never): T {
+type Fail = (msg: string, pos: number) => never;
+
+/** reflect.Kind, as far as expr's checker compares kinds. */
+function kindOf(t: T): string { return t === '[]interface {}' || t === '[]string' ? 'slice' : t; }
+
+/** The element type of an array-typed node: a literal's common element type, a []string's string, else unknown. */
+function elemOf(n: Node, t: T): T {
+  if (t === '[]string') return 'string';
+  if (n.k === 'arr' && n.elem !== undefined) return n.elem;
+  // An element of a literal array of arrays: that array's own element type.
+  if (n.k === 'idx' && n.elemNode !== undefined) return elemOf(n.elemNode, t);
+  return 'interface {}';
+}
+
+/** expr's checkArguments for one Go signature: the error and its position, or undefined when the arguments fit. */
+function argsError(name: string, params: readonly T[], args: readonly Node[], pos: number, typeOf: (i: number) => T): [string, number] | undefined {
+  if (args.length !== params.length) {
+    for (let i = 0; i < args.length; i++) typeOf(i);
+    return [`${args.length > params.length ? 'too many' : 'not enough'} arguments to call ${name}`, pos];
+  }
+  for (let i = 0; i < args.length; i++) {
+    const at = typeOf(i);
+    const want = params[i]!;
+    if (at === want || want === 'interface {}' || at === 'interface {}' || (want === 'float64' && at === 'int')) continue;
+    // expr prints a space after the function name except for nil.
+    if (at === 'nil') return [`cannot use nil as argument (type ${want}) to call ${name}`, args[i]!.pos];
+    return [`cannot use ${at} as argument (type ${want}) to call ${name} `, args[i]!.pos];
+  }
+  return undefined;
+}
+
+function check(n: Node, fail: Fail, elem?: T): T {
   switch (n.k) {
     case 'lit':
       return n.t;
+    case 'var':
+      return n.t;
+    case 'ptr':
+      return elem ?? 'interface {}';
+    case 'idx': {
+      // expr's memberNode for an integer property.
+      const bt = check(n.x, fail, elem);
+      const it = check(n.i, fail, elem);
+      if (bt === 'interface {}') return 'interface {}';
+      const shown = (t: T): string => t === 'nil' ? 'unknown' : t;
+      if (bt === '[]interface {}' || bt === '[]string') {
+        if (it !== 'int' && it !== 'interface {}' && it !== '*interface {}') {
+          fail(`array elements can only be selected using an integer (got ${shown(it)})`, n.i.pos);
+        }
+        if (n.x.k === 'arr' && n.x.last !== undefined) n.elemNode = n.x.last;
+        return elemOf(n.x, bt);
+      }
+      return fail(`type ${bt === '*interface {}' ? 'interface {}' : bt}[${shown(it)}] is undefined`, n.pos);
+    }
+    case 'group': {
+      const err = argsError('group', ['interface {}'], n.args, n.pos, (i) => check(n.args[i]!, fail, elem));
+      if (err !== undefined) fail(err[0], err[1]);
+      n.argType = check(n.args[0]!, fail, elem);
+      return 'string';
+    }
+    case 'builtin': {
+      const conv = CONVERSIONS.get(n.fn);
+      if (conv !== undefined) {
+        const types = n.args.map((a) => check(a, fail, elem));
+        if (types.length !== 1) fail(`invalid number of arguments (expected 1, got ${types.length})`, n.pos);
+        // A nil argument has no reflect.Type: Go prints it as %!s(<nil>).
+        if (!conv.accepts.has(types[0]!)) fail(`invalid argument for ${n.fn} (type ${types[0] === 'nil' ? '%!s(<nil>)' : types[0]})`, n.pos);
+        return conv.ret;
+      }
+      const sigs = SIG_BUILTINS.get(n.fn)!;
+      const cache: T[] = [];
+      const typeOf = (i: number): T => cache[i] ??= check(n.args[i]!, fail, elem);
+      let last: [string, number] | undefined;
+      for (let k = 0; k < sigs.length; k++) {
+        last = argsError(n.fn, sigs[k]!.params, n.args, n.pos, typeOf);
+        if (last === undefined) {
+          n.sig = k;
+          if (n.args.length > 0) n.argT = typeOf(0);
+          return sigs[k]!.ret;
+        }
+      }
+      return fail(last![0], last![1]);
+    }
+    case 'pred': {
+      const coll = check(n.args[0]!, fail, elem);
+      if (coll !== '[]interface {}' && coll !== '[]string' && !isAny(coll)) {
+        fail(`builtin ${n.fn} takes only array (got ${coll})`, n.args[0]!.pos);
+      }
+      if (n.args.length === 1) return 'int';
+      const out = check(n.args[1]!, fail, elemOf(n.args[0]!, coll));
+      if (out !== 'bool' && !isAny(out)) fail(`predicate should return boolean (got ${out})`, n.args[1]!.pos);
+      return n.fn === 'count' ? 'int' : 'bool';
+    }
     case 'arr': {
       let constant = true;
+      // expr's arrayNode: the elements' type when all are of one kind (printed []interface {} still).
+      let same = true;
+      let prev: T | undefined;
       for (const it of n.items) {
-        check(it, fail);
+        const t = check(it, fail, elem);
+        if (prev !== undefined && kindOf(t) !== kindOf(prev)) same = false;
+        prev = t;
         if (it.k !== 'lit') constant = false;
+      }
+      if (same && prev !== undefined && prev !== 'nil') {
+        n.elem = prev;
+        n.last = n.items[n.items.length - 1];
       }
       if (constant) n.constant = n.items.map((it) => (it as { v: ExprValue }).v);
       return '[]interface {}';
@@ -465,14 +706,8 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
     case 'call': {
       const def = FUNCS.get(n.fn);
       if (def === undefined) fail(`unknown name ${n.fn}`, n.pos);
-      if (n.args.length < def.params.length) fail(`not enough arguments to call ${n.fn}`, n.pos);
-      if (n.args.length > def.params.length) fail(`too many arguments to call ${n.fn}`, n.pos);
-      n.args.forEach((a, i) => {
-        const at = check(a, fail);
-        const want = def.params[i]!;
-        // expr prints a space after the function name except for nil.
-        if (at !== want && !isAny(at)) fail(`cannot use ${at} as argument (type ${want}) to call ${n.fn}${at === 'nil' ? '' : ' '}`, a.pos);
-      });
+      const err = argsError(n.fn, def.params, n.args, n.pos, (i) => check(n.args[i]!, fail, elem));
+      if (err !== undefined) fail(err[0], err[1]);
       n.f = FN_NUMBER.get(n.fn)!;
       if (n.f === F_INCIDR) {
         const c = n.args[1]!;
@@ -481,7 +716,7 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
       return def.ret;
     }
     case 'un': {
-      const t = check(n.x, fail);
+      const t = check(n.x, fail, elem);
       if (n.op === '!' || n.op === 'not') {
         if (t !== 'bool' && !isAny(t)) fail(`invalid operation: ${n.op} (mismatched type ${t})`, n.pos);
         return 'bool';
@@ -490,15 +725,15 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
       return t;
     }
     case 'cond': {
-      const c = check(n.c, fail);
+      const c = check(n.c, fail, elem);
       if (c !== 'bool' && !isAny(c)) fail(`non-bool expression (type ${c}) used as condition`, n.c.pos);
-      const a = check(n.a, fail);
-      const b = check(n.b, fail);
+      const a = check(n.a, fail, elem);
+      const b = check(n.b, fail, elem);
       return a === b ? a : 'interface {}';
     }
     case 'bin': {
-      const l = check(n.l, fail);
-      const r = check(n.r, fail);
+      const l = check(n.l, fail, elem);
+      const r = check(n.r, fail, elem);
       const mismatch = (): never => fail(`invalid operation: ${n.op} (mismatched types ${l} and ${r})`, n.pos);
       const anyOf = isAny(l) || isAny(r);
       switch (n.op) {
@@ -511,9 +746,17 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
         case '<': case '>': case '<=': case '>=':
           if (!anyOf && !(isNum(l) && isNum(r)) && !(l === 'string' && r === 'string')) mismatch();
           return 'bool';
-        case 'in':
-          if (r !== '[]interface {}' && !isAny(r)) mismatch();
-          return 'bool';
+        case 'in': {
+          if (r === '[]interface {}' || r === '[]string') {
+            const re = elemOf(n.r, r);
+            const comparable = isAny(l) || isAny(re) || l === 'nil' || re === 'nil' || (isNum(l) && isNum(re)) ||
+              (kindOf(l) === 'slice' && kindOf(re) === 'slice') || l === re;
+            if (!comparable) fail(`cannot use ${l} as type ${re} in array`, n.pos);
+            return 'bool';
+          }
+          if (isAny(r) || (isAny(l) && r === 'string')) return 'bool';
+          return mismatch();
+        }
         case 'matches':
           if ((l !== 'string' && !isAny(l)) || (r !== 'string' && !isAny(r))) mismatch();
           if (n.r.k === 'lit' && typeof n.r.v === 'string') {
@@ -552,6 +795,176 @@ function check(n: Node, fail: (msg: string, pos: number) => never): T {
 
 class RunError extends Error {}
 
+/** Go's strings.Split/SplitN (n < 0: all; 0: none; an empty separator splits into characters). */
+function goSplit(s: string, sep: string, n: number): string[] {
+  if (n === 0) return [];
+  let parts: string[];
+  if (sep === '') parts = Array.from(s);
+  else parts = s.split(sep);
+  if (n > 0 && parts.length > n) {
+    if (sep === '') parts = [...parts.slice(0, n - 1), parts.slice(n - 1).join('')];
+    else parts = [...parts.slice(0, n - 1), parts.slice(n - 1).join(sep)];
+  }
+  return parts;
+}
+
+/** Go's strings.Trim: strip the characters of `cutset` from both ends. */
+function goTrim(s: string, cutset: string): string {
+  const cut = new Set(Array.from(cutset));
+  const r = Array.from(s);
+  let i = 0, j = r.length;
+  while (i < j && cut.has(r[i]!)) i++;
+  while (j > i && cut.has(r[j - 1]!)) j--;
+  return r.slice(i, j).join('');
+}
+
+/** Go's unicode.IsSpace set, as strings.TrimSpace uses it. */
+const GO_SPACE = '\t\n\v\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
+
+/**
+ * Go's fmt `%v` of an expression value (expr's string()): `float` when the value is statically a
+ * float64 (a whole float64 prints as `2`, a large one as `1e+06`); in arrays, whole numbers are ints.
+ */
+function goFormat(v: ExprValue, float: boolean): string {
+  if (v === null) return '<nil>';
+  if (Array.isArray(v)) return '[' + (v as readonly ExprValue[]).map((x) => goFormat(x, false)).join(' ') + ']';
+  if (typeof v === 'number' && (float || !Number.isInteger(v))) return formatFloatG(v, -1);
+  return String(v);
+}
+
+/** Go's strconv.Atoi for expr's int(): decimal with an optional sign, within 64 bits. */
+function goAtoi(s: string): number {
+  if (!/^[+-]?[0-9]+$/.test(s)) throw new RunError(`invalid operation: int(${s})`);
+  const n = BigInt(s);
+  if (n > 9223372036854775807n || n < -9223372036854775808n) throw new RunError(`invalid operation: int(${s})`);
+  return Number(n);
+}
+
+function builtin(n: Extract<Node, { k: 'builtin' }>, req: Request, env: ExprEnv | undefined, elem: ExprValue): ExprValue {
+  const a = n.args;
+  const arg = (i: number): ExprValue => evaluate(a[i]!, req, env, elem);
+  switch (n.fn) {
+    case 'len': {
+      const v = arg(0);
+      if (typeof v === 'string') return Array.from(v).length;
+      if (Array.isArray(v)) return v.length;
+      throw new RunError('invalid argument for len');
+    }
+    case 'int': {
+      const v = arg(0);
+      if (typeof v === 'number') return Math.trunc(v);
+      if (typeof v === 'string') return goAtoi(v);
+      throw new RunError('invalid argument for int');
+    }
+    case 'float': {
+      const v = arg(0);
+      if (typeof v === 'number') return v;
+      if (typeof v === 'string') {
+        const t = v.replaceAll('_', '');
+        const f = /^[+-]?(inf(inity)?|nan)$/i.test(t) ? NaN : Number(t);
+        if (t.trim() !== t || t === '' || Number.isNaN(f)) throw new RunError(`invalid operation: float(${v})`);
+        return f;
+      }
+      throw new RunError('invalid argument for float');
+    }
+    case 'string': return goFormat(arg(0), n.argT === 'float64');
+    case 'upper': return goCase(str(arg(0)), true);
+    case 'lower': return goCase(str(arg(0)), false);
+    case 'trim': return a.length === 1 ? goTrim(str(arg(0)), GO_SPACE) : goTrim(str(arg(0)), str(arg(1)));
+    case 'trimPrefix': {
+      const s = str(arg(0)), p = a.length === 2 ? str(arg(1)) : ' ';
+      return s.startsWith(p) ? s.slice(p.length) : s;
+    }
+    case 'trimSuffix': {
+      const s = str(arg(0)), p = a.length === 2 ? str(arg(1)) : ' ';
+      return p !== '' && s.endsWith(p) ? s.slice(0, s.length - p.length) : s;
+    }
+    case 'replace': {
+      const s = str(arg(0)), o = str(arg(1)), w = str(arg(2));
+      let count = a.length === 4 ? num(arg(3)) : -1;
+      if (count < 0) return o === '' ? goSplit(s, '', -1).reduce((acc, c) => acc + c + w, w) : s.split(o).join(w);
+      let out = '', rest = s;
+      while (count-- > 0) {
+        if (o === '') {
+          const c = Array.from(rest)[0];
+          out += c === undefined ? w : w + c;
+          if (c === undefined) { rest = ''; break; }
+          rest = rest.slice(c.length);
+          continue;
+        }
+        const i = rest.indexOf(o);
+        if (i < 0) break;
+        out += rest.slice(0, i) + w;
+        rest = rest.slice(i + o.length);
+      }
+      return out + rest;
+    }
+    case 'split': return goSplit(str(arg(0)), str(arg(1)), a.length === 3 ? num(arg(2)) : -1);
+    case 'join': {
+      const v = arg(0);
+      if (!Array.isArray(v)) throw new RunError('invalid argument for join');
+      return (v as readonly ExprValue[]).map(str).join(a.length === 2 ? str(arg(1)) : '');
+    }
+    case 'indexOf': return utf8Index(str(arg(0)), str(arg(1)), false);
+    case 'lastIndexOf': return utf8Index(str(arg(0)), str(arg(1)), true);
+    case 'hasPrefix': return str(arg(0)).startsWith(str(arg(1)));
+    default: return str(arg(0)).endsWith(str(arg(1)));
+  }
+}
+
+/** Go's strings.ToUpper/ToLower: unicode's one-to-one mapping of each character (no 'ß' to 'SS'). */
+function goCase(s: string, upper: boolean): string {
+  if (/^[\x00-\x7f]*$/.test(s)) return upper ? s.toUpperCase() : s.toLowerCase();
+  let out = '';
+  for (const c of s) {
+    if (!upper && c === '\u0130') { out += 'i'; continue; }
+    const m = upper ? c.toUpperCase() : c.toLowerCase();
+    out += m.length === c.length ? m : c;
+  }
+  return out;
+}
+
+/** Go's strings.Index/LastIndex: a byte offset. */
+function utf8Index(s: string, sub: string, last: boolean): number {
+  const i = last ? s.lastIndexOf(sub) : s.indexOf(sub);
+  return i < 0 ? -1 : Buffer.byteLength(s.slice(0, i));
+}
+
+function predicate(n: Extract<Node, { k: 'pred' }>, req: Request, env: ExprEnv | undefined, elem: ExprValue): ExprValue {
+  const coll = evaluate(n.args[0]!, req, env, elem);
+  if (!Array.isArray(coll)) throw new RunError(`cannot use ${coll === null ? 'nil' : typeof coll} as array`);
+  const items = coll as readonly ExprValue[];
+  if (n.args.length === 1) {
+    // count(array): the true elements.
+    let c = 0;
+    for (const it of items) {
+      if (typeof it !== 'boolean') throw new RunError('not a bool');
+      if (it) c++;
+    }
+    return c;
+  }
+  const body = n.args[1]!;
+  let hits = 0;
+  for (const it of items) {
+    const v = evaluate(body, req, env, it);
+    if (typeof v !== 'boolean') throw new RunError('not a bool');
+    if (v) {
+      hits++;
+      if (n.fn === 'any') return true;
+      if (n.fn === 'none') return false;
+      if (n.fn === 'one' && hits > 1) return false;
+    } else if (n.fn === 'all') {
+      return false;
+    }
+  }
+  switch (n.fn) {
+    case 'any': return false;
+    case 'all': case 'none': return true;
+    case 'one': return hits === 1;
+    default: return hits;
+  }
+}
+
 function equal(a: ExprValue, b: ExprValue): boolean {
   if (a === b) return true;
   if (Array.isArray(a) && Array.isArray(b)) {
@@ -573,16 +986,16 @@ function num(v: ExprValue): number {
   return v;
 }
 
-function call(n: Extract<Node, { k: 'call' }>, req: Request): ExprValue {
+function call(n: Extract<Node, { k: 'call' }>, req: Request, env: ExprEnv | undefined, elem: ExprValue): ExprValue {
   switch (n.f) {
     case F_INCIDR: {
-      const ip = parseIP(str(evaluate(n.args[0]!, req)));
+      const ip = parseIP(str(evaluate(n.args[0]!, req, env, elem)));
       if (ip === undefined) throw new RunError('first argument is not an IP address');
-      const cidr = n.cidr ?? parseCidr(str(evaluate(n.args[1]!, req)));
+      const cidr = n.cidr ?? parseCidr(str(evaluate(n.args[1]!, req, env, elem)));
       if (cidr === undefined) throw new RunError('invalid CIDR address');
       return cidrContains(cidr, ip);
     }
-    case F_METADATA: return req.metadata(str(evaluate(n.args[0]!, req))) ?? '';
+    case F_METADATA: return req.metadata(str(evaluate(n.args[0]!, req, env, elem))) ?? '';
     case F_TYPE: return typeToString(req.qtype);
     case F_NAME: return req.name;
     case F_CLASS: return classToString(req.qclass);
@@ -600,18 +1013,38 @@ function call(n: Extract<Node, { k: 'call' }>, req: Request): ExprValue {
   }
 }
 
-function evaluate(n: Node, req: Request): ExprValue {
+function evaluate(n: Node, req: Request, env: ExprEnv | undefined, elem: ExprValue): ExprValue {
   switch (n.k) {
     case 'lit': return n.v;
-    case 'arr': return n.constant ?? n.items.map((it) => evaluate(it, req));
-    case 'call': return call(n, req);
+    case 'var': return env!.vars[n.slot]!;
+    case 'ptr': return elem;
+    case 'idx': {
+      const a = evaluate(n.x, req, env, elem);
+      const i = evaluate(n.i, req, env, elem);
+      if (!Array.isArray(a) || typeof i !== 'number') throw new RunError('cannot fetch');
+      const items = a as readonly ExprValue[];
+      const at = i < 0 ? items.length + i : i;
+      if (!Number.isInteger(at) || at < 0 || at >= items.length) throw new RunError(`index out of range: ${at} (array length is ${items.length})`);
+      return items[at]!;
+    }
+    case 'group': {
+      // CoreDNS's group(): an int is an index, a string a name; anything else (a float) finds nothing.
+      const v = evaluate(n.args[0]!, req, env, elem);
+      if (typeof v === 'string') return env!.group(v);
+      if (typeof v === 'number' && n.argType !== 'float64' && Number.isInteger(v)) return env!.group(String(v));
+      return '';
+    }
+    case 'builtin': return builtin(n, req, env, elem);
+    case 'pred': return predicate(n, req, env, elem);
+    case 'arr': return n.constant ?? n.items.map((it) => evaluate(it, req, env, elem));
+    case 'call': return call(n, req, env, elem);
     case 'cond': {
-      const c = evaluate(n.c, req);
+      const c = evaluate(n.c, req, env, elem);
       if (typeof c !== 'boolean') throw new RunError('not a bool');
-      return evaluate(c ? n.a : n.b, req);
+      return evaluate(c ? n.a : n.b, req, env, elem);
     }
     case 'un': {
-      const v = evaluate(n.x, req);
+      const v = evaluate(n.x, req, env, elem);
       if (n.op === '!' || n.op === 'not') {
         if (typeof v !== 'boolean') throw new RunError('not a bool');
         return !v;
@@ -621,16 +1054,16 @@ function evaluate(n: Node, req: Request): ExprValue {
     case 'bin': {
       const op = n.op;
       if (op === 'and' || op === '&&' || op === 'or' || op === '||') {
-        const l = evaluate(n.l, req);
+        const l = evaluate(n.l, req, env, elem);
         if (typeof l !== 'boolean') throw new RunError('not a bool');
         const and = op === 'and' || op === '&&';
         if (and ? !l : l) return l;
-        const r = evaluate(n.r, req);
+        const r = evaluate(n.r, req, env, elem);
         if (typeof r !== 'boolean') throw new RunError('not a bool');
         return r;
       }
-      const l = evaluate(n.l, req);
-      const r = evaluate(n.r, req);
+      const l = evaluate(n.l, req, env, elem);
+      const r = evaluate(n.r, req, env, elem);
       let out: boolean;
       switch (op) {
         case '==': return equal(l, r);
@@ -678,47 +1111,65 @@ function evaluate(n: Node, req: Request): ExprValue {
   }
 }
 
+/** Expression.value's result for a run-time error. */
+export const RUN_ERROR: unique symbol = Symbol('expression run-time error');
+
+const NO_SCOPE: ExprScope = { vars: [], group: false };
+
 /** A compiled expression. */
 export class Expression {
   /** The source as compiled. */
   readonly source: string;
+  /** The static type expr's checker gives the expression. */
+  readonly type: ExprType;
   private readonly root: Node;
 
-  private constructor(source: string, root: Node) {
+  private constructor(source: string, root: Node, type: ExprType) {
     this.source = source;
     this.root = root;
+    this.type = type;
   }
 
   /**
-   * Compile `source` as CoreDNS's view does (expr.Compile with DefaultEnv, `type` the env's): throws
-   * ExpressionError with expr's message and snippet, or UnsupportedExpression for expr-lang syntax
-   * outside the subset.
+   * Compile `source` as CoreDNS does (expr.Compile with DefaultEnv, `type` the env's; with `scope`,
+   * also template's variables and `group`): throws ExpressionError with expr's message and snippet,
+   * or UnsupportedExpression for expr-lang syntax outside the subset.
    */
-  static compile(source: string): Expression {
+  static compile(source: string, scope: ExprScope = NO_SCOPE): Expression {
     const runes = Array.from(source);
     const fail = (msg: string, pos: number): never => { throw new ExpressionError(formatError(runes, msg, pos)); };
     const unsupported = (what: string, pos: number): never => {
       throw new UnsupportedExpression(`${what} is expr-lang syntax nodens does not implement (column ${pos + 1} of ${JSON.stringify(source)})`);
     };
-    const root = new Parser(lex(runes, fail), fail, unsupported).parse();
-    check(root, fail);
-    return new Expression(source, root);
+    const root = new Parser(lex(runes, fail), scope, fail, unsupported).parse();
+    const type = check(root, fail);
+    return new Expression(source, root, type);
   }
 
-  /** The value for `req`; throws on a run-time error (a bad address for incidr, a bad dynamic regexp). */
-  run(req: Request): ExprValue {
+  /** The value for `req` (and `env`, for a scoped expression); throws on a run-time error (a bad address for incidr, a bad dynamic regexp). */
+  run(req: Request, env?: ExprEnv): ExprValue {
     try {
-      return evaluate(this.root, req);
+      return evaluate(this.root, req, env, null);
     } catch (e) {
       if (e instanceof RunError) throw new Error(e.message);
       throw e;
     }
   }
 
-  /** True only when the expression evaluates to boolean true; errors and other values are false (view's Filter). */
-  test(req: Request): boolean {
+  /** The value for `req` and `env`, or RUN_ERROR when evaluating fails (what expr.Run returns as an error). */
+  value(req: Request, env?: ExprEnv): ExprValue | typeof RUN_ERROR {
     try {
-      return evaluate(this.root, req) === true;
+      return evaluate(this.root, req, env, null);
+    } catch (e) {
+      if (e instanceof RunError) return RUN_ERROR;
+      throw e;
+    }
+  }
+
+  /** True only when the expression evaluates to boolean true; errors and other values are false (view's Filter). */
+  test(req: Request, env?: ExprEnv): boolean {
+    try {
+      return evaluate(this.root, req, env, null) === true;
     } catch (e) {
       if (e instanceof RunError) return false;
       throw e;

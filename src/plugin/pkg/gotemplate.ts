@@ -1732,7 +1732,8 @@ export function fmtValue(v: unknown, plusV = false): string {
 }
 
 /** strconv.FormatFloat(f, 'g', prec, 64) with %v's shortest form for prec -1. */
-function formatFloatG(f: number, prec: number): string {
+/** Go's strconv.FormatFloat(f, 'g', prec, 64) (prec -1: shortest, as `%v` prints a float64). */
+export function formatFloatG(f: number, prec: number): string {
   if (Number.isNaN(f)) return 'NaN';
   if (!Number.isFinite(f)) return f > 0 ? '+Inf' : '-Inf';
   if (f === 0) return Object.is(f, -0) ? '-0' : '0';

@@ -151,7 +151,8 @@ export function report(s: ZoneSeries, req: Request, rcode: number, plugin: strin
   s.request(p, req.family, req.qtype).value++;
   s.duration.observe(Number(process.hrtime.bigint() - req.start) / 1e9);
   s.responseSize(p).observe(size);
-  s.requestSize(p).observe(req.length);
+  // The size as received (CoreDNS's WithOriginalReqSize), even when a plugin (rewrite) edited the query in place.
+  s.requestSize(p).observe(req.wire.length);
   s.response(rcode, plugin).value++;
 }
 

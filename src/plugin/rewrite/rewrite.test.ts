@@ -10,6 +10,7 @@ import { decodeMessage } from '../../wire/decode.ts';
 import { EdnsOption as OptionCode, Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, runSetup, settle } from '../pkg/testing.ts';
 import { plugin } from './setup.ts';
+import { sizeAndDo } from '../../core/serve.ts';
 
 const A = (name: string, ip: string, ttl = 3600): ResourceRecord => ({ name, type: RRType.A, class: RRClass.IN, ttl, data: { address: ip } });
 
@@ -32,8 +33,27 @@ async function chain(rules: string, last: Handler | undefined): Promise<Handler>
   return r.chain(last);
 }
 
+/**
+ * The server's writer as far as the OPT goes: its SizeAndDo (src/core/serve.ts) over the query as the
+ * chain left it, echoing the codes rewrite registered (0xffee and the 0xffeN of these tests).
+ */
+class ServerWriter extends CaptureWriter {
+  private readonly req: Request;
+  constructor(req: Request) {
+    super();
+    this.req = req;
+  }
+
+  override writeMsg(m: Message): void {
+    const out: Message = { ...m, edns: m.edns === undefined ? undefined : { ...m.edns } };
+    sizeAndDo(this.req, out, REGISTERED);
+    super.writeMsg(out);
+  }
+}
+const REGISTERED: ReadonlySet<number> = new Set([0xffee, 0xffe1, 0xffe2, 0xffe3, 0xffe4, 0xffe5, 0xffe6, 0xffe7, 0xffe8, 0xffe9]);
+
 async function serve(h: Handler, req: Request): Promise<{ rcode: number; w: CaptureWriter }> {
-  const w = new CaptureWriter();
+  const w = new ServerWriter(req);
   const rcode = await settle(h.serveDNS(req, w));
   return { rcode, w };
 }
@@ -377,4 +397,24 @@ test('cname: a failed lookup is logged and the reply left as it was', async () =
   const nil = await chain(' rewrite cname a.example b.example', backend);
   const lines2 = await captureLog(async () => { await serve(nil, withRouter('x.org.', () => undefined)); });
   assert.deepEqual(lines2.filter((l) => l.includes('rewrite')), ['[ERROR] plugin/rewrite: upstream lookup returned nil']);
+});
+
+test('the query is edited in place: once the chain ran, the client\'s request reads the rewritten type, class, OPT and length (log, prometheus), its name as sent', async () => {
+  const next = answering();
+  const h = await chain(' rewrite continue type A AAAA\n rewrite continue class IN CH\n rewrite continue name exact a.org. b.org.\n rewrite edns0 local set 0xffee abcd', next);
+  const req = makeRequest('a.org.');
+  const sent = req.length;
+  assert.equal(req.udpSize, undefined);
+  const { w } = await serve(h, req);
+  assert.equal(req.qtype, RRType.AAAA);
+  assert.equal(req.qclass, RRClass.CH);
+  assert.equal(req.name, 'a.org.');
+  assert.equal(req.udpSize, 4096);
+  assert.equal(req.size, 4096);
+  assert.equal(req.length, sent + 11 + 4 + 4); // the OPT, and the option with its 4 bytes 'abcd'
+  assert.equal(req.wire.length, sent);
+  // The reply: the client's question, the rewritten query's OPT echoed with the registered option.
+  assert.deepEqual(w.last!.question, [{ name: 'a.org.', type: RRType.A, class: RRClass.IN }]);
+  assert.equal(w.last!.edns!.udpSize, 4096);
+  assert.deepEqual(w.last!.edns!.options.map((o) => o.code), [0xffee]);
 });

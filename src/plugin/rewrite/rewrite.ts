@@ -2,10 +2,12 @@
 // ResponseReverter (reverter.go).
 //
 // The rules run in Corefile order on a draft of the question and OPT record;
-// the rest of the chain gets a derived request with the result. The reply
-// comes back through a Reverter: the original question restored, the response
-// rules applied to every record (in reverse rule order), and the request's OPT
-// as CoreDNS's SizeAndDo would echo it from the rewritten query.
+// the rest of the chain gets a request derived in place with the result (as
+// CoreDNS edits the *dns.Msg: the server then echoes the rewritten OPT and fits
+// the reply to it, and the plugins before this one see the rewritten type,
+// class and OPT once the chain ran). The reply comes back through a Reverter:
+// the original question restored and the response rules applied to every
+// record (in reverse rule order).
 
 import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
 import { PluginError, isClientErrorRcode } from '../plugin.ts';
@@ -61,15 +63,16 @@ export class Rewrite implements Handler {
     const q = req.msg.question[0];
     const changed = d.ednsTouched || q === undefined || d.qname !== q.name || d.qtype !== q.type || d.qclass !== q.class;
     const revert = stopped || responses !== undefined;
-    const echo = d.ednsTouched || this.echoesOption(req);
-    if (!changed && !revert && !echo) return nextOrFailure(this.name, this.next, req, w);
+    if (!changed && !revert) return nextOrFailure(this.name, this.next, req, w);
 
     let sub = req;
     if (changed) {
       const msg: Message | undefined = d.ednsTouched ? { ...req.msg, edns: d.edns } : undefined;
-      sub = req.derive({ msg, name: d.qname, type: d.qtype, class: d.qclass });
+      // In place, as CoreDNS's rules edit the query: the reply is fitted to the rewritten OPT, and the
+      // plugins before this one (log, prometheus) see its type, class and OPT once the chain ran.
+      sub = req.derive({ msg, name: d.qname, type: d.qtype, class: d.qclass, inPlace: true });
     }
-    const rw = new Reverter(w, q, revert, responses, sub, echo ? sub.msg.edns : undefined, this.supported, this.log);
+    const rw = new Reverter(w, q, revert, responses, sub, this.supported, this.log);
     let rcode: HandlerResult;
     try {
       rcode = nextOrFailure(this.name, this.next, sub, rw);
@@ -112,14 +115,6 @@ export class Rewrite implements Handler {
     if (rw.pending !== undefined) return rw.pending.then(() => { throw err; });
     throw err;
   }
-
-  /** The query carries an option CoreDNS would echo only because a rewrite rule registered its code. */
-  private echoesOption(req: Request): boolean {
-    const e = req.msg.edns;
-    if (e === undefined || e.options.length === 0 || this.supported.size === 0) return false;
-    for (const o of e.options) if (this.supported.has(o.code)) return true;
-    return false;
-  }
 }
 
 /** CoreDNS's ResponseReverter, with the query's OPT echoed as the server's SizeAndDo does with a rewritten query. */
@@ -129,9 +124,6 @@ export class Reverter implements ResponseWriter {
   private readonly restore: boolean;
   private readonly rules: readonly ResponseRule[] | undefined;
   private readonly req: Request;
-  /** The rewritten query's OPT record when this writer echoes it (else the server does, from the client's query). */
-  private readonly edns: Edns | undefined;
-  private readonly echo: boolean;
   private readonly supported: ReadonlySet<number>;
   private readonly log: PluginLogger;
   written = false;
@@ -139,14 +131,12 @@ export class Reverter implements ResponseWriter {
   pending: Promise<void> | undefined;
 
   constructor(w: ResponseWriter, question: Question | undefined, restore: boolean, rules: readonly ResponseRule[] | undefined,
-    req: Request, edns: Edns | undefined, supported: ReadonlySet<number>, log: PluginLogger) {
+    req: Request, supported: ReadonlySet<number>, log: PluginLogger) {
     this.w = w;
     this.question = question;
     this.restore = restore;
     this.rules = rules;
     this.req = req;
-    this.edns = edns;
-    this.echo = edns !== undefined;
     this.supported = supported;
     this.log = log;
   }
@@ -188,46 +178,30 @@ export class Reverter implements ResponseWriter {
   }
 
   private finish(res: Message): void {
-    if (this.echo) {
-      // The OPT is set on a copy: the reply may be one a backend keeps.
-      const out: Message = { ...res, edns: res.edns === undefined ? undefined : { ...res.edns } };
-      this.sizeAndDo(out);
-      this.w.writeMsg(out);
-      return;
-    }
-    this.w.writeMsg(res);
-  }
-
-  /**
-   * SizeAndDo with the rewritten query (its edns0 ... revert rules undone
-   * first, as CoreDNS reverts the request's OPT around the write).
-   */
-  private sizeAndDo(res: Message): void {
-    const q = this.edns!;
-    let options = q.options;
     const rules = this.rules;
-    if (rules !== undefined && rules.some((r) => r.requestRevert)) {
-      const tmp: Message = { ...this.req.msg, edns: { ...q, options: q.options.slice() } };
-      // One pass per additional record of the query, the OPT included.
-      const passes = this.req.msg.additional.length + 1;
-      for (let p = 0; p < passes; p++) {
-        for (let i = rules.length - 1; i >= 0; i--) {
-          const r = rules[i]!;
-          if (r.requestRevert) r.apply(tmp, undefined, undefined);
-        }
-      }
-      options = tmp.edns!.options;
-    }
-    const r = res.edns;
-    if (r !== undefined) {
-      r.name = '.';
-      r.version = 0;
-      r.udpSize = q.udpSize;
-      r.z &= 0x7f00;
-      if (q.do) r.do = true;
+    const q = this.req.replyBase.edns;
+    if (rules === undefined || q === undefined || !rules.some((r) => r.requestRevert)) {
+      this.w.writeMsg(res);
       return;
     }
-    res.edns = this.echoedOpt(q, options);
+    // writeWithRevertedRequestExtra: the query's OPT with the edns0 ... revert rules undone while the
+    // reply is written (the server echoes that OPT), then the edited query again.
+    const edited = this.req.replyBase;
+    const tmp: Message = { ...edited, edns: { ...q, options: q.options.slice() } };
+    // One pass per additional record of the query, the OPT included.
+    const passes = edited.additional.length + 1;
+    for (let p = 0; p < passes; p++) {
+      for (let i = rules.length - 1; i >= 0; i--) {
+        const r = rules[i]!;
+        if (r.requestRevert) r.apply(tmp, undefined, undefined);
+      }
+    }
+    this.req.derive({ msg: tmp, inPlace: true });
+    try {
+      this.w.writeMsg(res);
+    } finally {
+      this.req.derive({ msg: edited, inPlace: true });
+    }
   }
 
   private echoedOpt(q: Edns, options: Edns['options']): Edns {

@@ -143,9 +143,11 @@ export class TemplateData extends GoStruct {
   readonly group: GoMap;
   readonly cls: string;
   readonly type: string;
+  /** `.Var`: the `var` values, a nil map when the template has no `var` or `expr`. */
+  readonly vars: GoMap;
   private meta: GoFunc | undefined;
 
-  constructor(req: Request, zone: string, regex: string, match: GoSlice, group: GoMap, cls: string, type: string) {
+  constructor(req: Request, zone: string, regex: string, match: GoSlice, group: GoMap, cls: string, type: string, vars: GoMap = EMPTY_VAR) {
     super();
     this.req = req;
     this.zone = zone;
@@ -154,6 +156,7 @@ export class TemplateData extends GoStruct {
     this.group = group;
     this.cls = cls;
     this.type = type;
+    this.vars = vars;
   }
 
   field(name: string): unknown {
@@ -168,7 +171,7 @@ export class TemplateData extends GoStruct {
       case 'Message': return new MessageValue(this.req.msg);
       case 'Question': return new QuestionValue(this.req.msg.question[0]!, true);
       case 'Remote': return this.req.remoteAddress;
-      case 'Var': return EMPTY_VAR;
+      case 'Var': return this.vars;
       case 'md': return UNEXPORTED;
     }
     return NO_FIELD;
@@ -182,6 +185,6 @@ export class TemplateData extends GoStruct {
 
   override fieldValues(): unknown[] {
     return [this.zone, this.req.name, this.regex, this.match, this.group, this.cls, this.type,
-      new MessageValue(this.req.msg), new QuestionValue(this.req.msg.question[0]!, true), this.req.remoteAddress, EMPTY_VAR];
+      new MessageValue(this.req.msg), new QuestionValue(this.req.msg.question[0]!, true), this.req.remoteAddress, this.vars];
   }
 }

@@ -5,7 +5,8 @@ import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { classToString, rcodeToString, stringToClass, stringToRcode, stringToType, typeToString } from '../../wire/constants.ts';
 import { Fall } from '../pkg/fall.ts';
 import { GoRegexp, GoRegexpError } from '../pkg/regexp.ts';
-import { GoTemplateError, type GoTemplate } from '../pkg/gotemplate.ts';
+import { GoTemplateError, goQuote, type GoTemplate } from '../pkg/gotemplate.ts';
+import { Expression, ExpressionError, UnsupportedExpression, reservedName, type ExprScope, type ExprType } from '../pkg/expression.ts';
 import { newTemplate, parseUint, Template, type TemplateSpec } from './template.ts';
 
 /** CoreDNS's limit on a `match` pattern's length. */
@@ -17,6 +18,24 @@ export interface TemplateOptions {
   zones: string[];
   /** One entry per `template` line, tried in order. */
   templates: TemplateSpec[];
+}
+
+/** CoreDNS's varNameRegexp. */
+const VAR_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
+
+/**
+ * expr.Compile over the template's env: ExpressionError and UnsupportedExpression become the setup
+ * error `could not compile expression: [NAME, ]...`.
+ */
+function compileExpr(d: SetupContext['dispenser'], source: string, scope: ExprScope, name: string | undefined): Expression {
+  try {
+    return Expression.compile(source, scope);
+  } catch (e) {
+    if (e instanceof ExpressionError || e instanceof UnsupportedExpression) {
+      throw d.errf(`could not compile expression: ${name === undefined ? '' : name + ', '}${e.message}`);
+    }
+    throw e;
+  }
 }
 
 /** miekg's StringToClass: the exact mnemonics only. */
@@ -52,8 +71,10 @@ export function parse(c: SetupContext): TemplateOptions {
     o.zones.push(...zones);
     const t: TemplateSpec = {
       qclass, qtype, zones, regex: [], answer: [], additional: [], authority: [], rcode: 0,
-      ederror: undefined, fall: new Fall(),
+      ederror: undefined, fall: new Fall(), vars: [], exprs: [],
     };
+    const scopeVars: { name: string; type: ExprType }[] = [];
+    const scope: ExprScope = { vars: scopeVars, group: true };
     while (d.nextBlock()) {
       const opt = d.val();
       switch (opt) {
@@ -113,8 +134,25 @@ export function parse(c: SetupContext): TemplateOptions {
           // Accepted and ignored, as in CoreDNS: CNAME targets are always resolved through the server.
           d.remainingArgs();
           break;
-        case 'var': case 'expr':
-          throw d.errf(`${opt}: expr-lang expressions are not supported by nodens`);
+        case 'var': {
+          const args = d.remainingArgs();
+          if (args.length < 2) throw d.argErr();
+          const name = args[0]!;
+          if (!VAR_NAME.test(name)) throw d.errf(`invalid variable name ${goQuote(name)}`);
+          if (reservedName(name, scope)) throw d.errf(`variable name ${goQuote(name)} is reserved`);
+          const expr = compileExpr(d, args.slice(1).join(' '), scope, name);
+          // CoreDNS declares the variable with its expression's static type, or as new(any) when there is none.
+          const type: ExprType = expr.type === 'interface {}' || expr.type === 'nil' ? '*interface {}' : expr.type;
+          scopeVars.push({ name, type });
+          t.vars.push({ name, type, expr });
+          break;
+        }
+        case 'expr': {
+          const args = d.remainingArgs();
+          if (args.length === 0) throw d.argErr();
+          t.exprs.push(compileExpr(d, args.join(' '), scope, undefined));
+          break;
+        }
         default:
           throw d.argErr();
       }

@@ -13,10 +13,11 @@ const view = (o: TemplateOptions) => ({
     qclass: t.qclass, qtype: t.qtype, zones: t.zones, regex: t.regex.map((r) => r.source),
     answer: t.answer.map(String), additional: t.additional.map(String), authority: t.authority.map(String),
     rcode: t.rcode, ederror: t.ederror, fall: t.fall.zones,
+    vars: t.vars.map((v) => ({ name: v.name, type: v.type, source: v.expr.source })), exprs: t.exprs.map((e) => e.source),
   })),
 });
 
-const base = { regex: ['.*'], answer: [], additional: [], authority: [], rcode: 0, ederror: undefined, fall: [] };
+const base = { regex: ['.*'], answer: [], additional: [], authority: [], rcode: 0, ederror: undefined, fall: [], vars: [], exprs: [] };
 const E = 'plugin/template: Corefile:';
 
 test('template parse', async () => {
@@ -29,7 +30,7 @@ test('template parse', async () => {
       templates: [{
         qclass: 255, qtype: 255, zones: ['a.example.', 'b.example.'], regex: ['^x', '^y'],
         answer: ['{{.Name}} 60 IN A 1.2.3.4', '{{.Name}} A 1.2.3.5'], additional: ['ns. A 1.1.1.1'],
-        authority: ['{{.Zone}} 60 IN NS ns.'], rcode: 3, ederror: { code: 21, reason: 'why not' }, fall: ['c.example.'],
+        authority: ['{{.Zone}} 60 IN NS ns.'], rcode: 3, ederror: { code: 21, reason: 'why not' }, fall: ['c.example.'], vars: [], exprs: [],
       }, { ...base, qclass: 3, qtype: 16, zones: ['.'] }],
     }],
     ['. {\n template IN A {\n  rcode NOTIMPL\n  ederror 3\n  fallthrough\n }\n}', {
@@ -55,8 +56,70 @@ test('template parse', async () => {
     ['. {\n template IN A {\n ederror\n}\n}', `${E}3 - Error during parsing: Wrong argument count or unexpected line ending after 'ederror'`],
     ['. {\n template IN A {\n ederror 1 a b\n}\n}', `${E}3 - Error during parsing: Wrong argument count or unexpected line ending after 'b'`],
     ['. {\n template IN A {\n bogus\n}\n}', `${E}3 - Error during parsing: Wrong argument count or unexpected line ending after 'bogus'`],
-    ['. {\n template IN A {\n var x 1\n}\n}', `${E}3 - Error during parsing: var: expr-lang expressions are not supported by nodens`],
-    ['. {\n template IN A {\n expr "true"\n}\n}', `${E}3 - Error during parsing: expr: expr-lang expressions are not supported by nodens`],
+    ['. {\n template IN A {\n match ^(?P<n>[0-9]+)\n var num int(group(\'n\'))\n var x "num * 2" + 1\n var any_ true ? 1 : \'a\'\n'
+      + '  var parts split(name(), \'.\')\n  expr num > 1\n  expr "any([\'10.0.0.0/8\'], incidr(client_ip(), #))"\n }\n}', {
+      zones: ['.'], templates: [{
+        ...base, qclass: 1, qtype: 1, zones: ['.'], regex: ['^(?P<n>[0-9]+)'],
+        vars: [{ name: 'num', type: 'int', source: "int(group('n'))" }, { name: 'x', type: 'int', source: 'num * 2 + 1' },
+          { name: 'any_', type: '*interface {}', source: "true ? 1 : 'a'" }, { name: 'parts', type: '[]string', source: "split(name(), '.')" }],
+        exprs: ['num > 1', "any(['10.0.0.0/8'], incidr(client_ip(), #))"],
+      }],
+    }],
+  ], { view });
+});
+
+// Each text was printed by CoreDNS 1.15.0 for the same `template IN A example { ... }` block (line 3 on).
+const VAR_ERRORS: [string, string][] = [
+  ['var x', "Wrong argument count or unexpected line ending after 'x'"],
+  ['var', "Wrong argument count or unexpected line ending after 'var'"],
+  ['expr', "Wrong argument count or unexpected line ending after 'expr'"],
+  ['var 1x 1', 'invalid variable name "1x"'],
+  ['var x-y 1', 'invalid variable name "x-y"'],
+  ['var len 1', 'variable name "len" is reserved'],
+  ['var group 1', 'variable name "group" is reserved'],
+  ['var name 1', 'variable name "name" is reserved'],
+  ['var type 1', 'variable name "type" is reserved'],
+  ['var true 1', 'variable name "true" is reserved'],
+  ['var else 1', 'variable name "else" is reserved'],
+  ['var x foo()', 'could not compile expression: x, unknown name foo (1:1)\n | foo()\n | ^'],
+  ['expr foo(', 'could not compile expression: unexpected token EOF (1:4)\n | foo(\n | ...^'],
+  ['var x len(1)', 'could not compile expression: x, invalid argument for len (type int) (1:1)\n | len(1)\n | ^'],
+  ['var x int(true)', 'could not compile expression: x, invalid argument for int (type bool) (1:1)\n | int(true)\n | ^'],
+  ['var y int(nil)', 'could not compile expression: y, invalid argument for int (type %!s(<nil>)) (1:1)\n | int(nil)\n | ^'],
+  ["var x replace('a', 'b')", "could not compile expression: x, not enough arguments to call replace (1:1)\n | replace('a', 'b')\n | ^"],
+  ["var x replace(1, 'b', 'c')", "could not compile expression: x, cannot use int as argument (type string) to call replace  (1:9)\n | replace(1, 'b', 'c')\n | ........^"],
+  ['var x group()', 'could not compile expression: x, not enough arguments to call group (1:1)\n | group()\n | ^'],
+  ['var x group(1, 2)', 'could not compile expression: x, too many arguments to call group (1:1)\n | group(1, 2)\n | ^'],
+  ['expr "any(1, # > 0)"', 'could not compile expression: builtin any takes only array (got int) (1:5)\n | any(1, # > 0)\n | ....^'],
+  ['expr "any([1], #)"', 'could not compile expression: predicate should return boolean (got int) (1:10)\n | any([1], #)\n | .........^'],
+  ['expr any([1])', 'could not compile expression: expected at least 2 arguments (1:8)\n | any([1])\n | .......^'],
+  ['expr "any([1], #a > 1)"', 'could not compile expression: unknown pointer #a (1:10)\n | any([1], #a > 1)\n | .........^'],
+  ['expr "# > 1"', 'could not compile expression: unexpected token Operator("#") (1:1)\n | # > 1\n | ^'],
+  ["expr \"any(['a'], # > 1)\"", "could not compile expression: invalid operation: > (mismatched types string and int) (1:14)\n | any(['a'], # > 1)\n | .............^"],
+  ["var y 'a' in [1]", "could not compile expression: y, cannot use string as type int in array (1:5)\n | 'a' in [1]\n | ....^"],
+  ["var y join(['a'], 1)", "could not compile expression: y, too many arguments to call join (1:1)\n | join(['a'], 1)\n | ^"],
+  ['expr y > 1', 'could not compile expression: unknown name y (1:1)\n | y > 1\n | ^'],
+  ['var x upper(1)', 'could not compile expression: x, cannot use int as argument (type string) to call upper  (1:7)\n | upper(1)\n | ......^'],
+  ["var x 1 + 'a'", "could not compile expression: x, invalid operation: + (mismatched types int and string) (1:3)\n | 1 + 'a'\n | ..^"],
+  ["var x split('a', '.', 1.5)", "could not compile expression: x, cannot use float64 as argument (type int) to call split  (1:17)\n | split('a', '.', 1.5)\n | ................^"],
+];
+
+// Two lines: the error is at the second.
+const VAR_ERRORS_2: [string, string, string][] = [
+  ['var x 1', 'var x 2', 'variable name "x" is reserved'],
+  ["var x true ? 1 : 'a'", 'var y upper(x)', 'could not compile expression: y, cannot use *interface {} as argument (type string) to call upper  (1:7)\n | upper(x)\n | ......^'],
+  ['var x nil', "var y incidr(x, 'a')", "could not compile expression: y, cannot use *interface {} as argument (type string) to call incidr  (1:8)\n | incidr(x, 'a')\n | .......^"],
+  ["var x split('a', '.')", 'var y upper(x)', 'could not compile expression: y, cannot use []string as argument (type string) to call upper  (1:7)\n | upper(x)\n | ......^'],
+  ['var x [1]', 'var y upper(x)', 'could not compile expression: y, cannot use []interface {} as argument (type string) to call upper  (1:7)\n | upper(x)\n | ......^'],
+];
+
+test('template parse: var and expr errors read as CoreDNS prints them', async () => {
+  await parseTable('template', parse, [
+    ...VAR_ERRORS.map(([line, msg]): [string, string] => [`. {\n template IN A example {\n ${line}\n }\n}`, `${E}3 - Error during parsing: ${msg}`]),
+    ...VAR_ERRORS_2.map(([a, b, msg]): [string, string] => [`. {\n template IN A example {\n ${a}\n ${b}\n }\n}`, `${E}4 - Error during parsing: ${msg}`]),
+    // Outside the subset: a setup error at the line, never a query-time failure.
+    ['. {\n template IN A example {\n var x abs(1)\n }\n}', /^plugin\/template: Corefile:3 - Error during parsing: could not compile expression: x, the builtin abs\(\) is expr-lang syntax nodens does not implement/],
+    [". {\n template IN A example {\n expr split(name(), '.')[0:1] == ['a']\n }\n}", /^plugin\/template: Corefile:3 - Error during parsing: could not compile expression: slices is expr-lang syntax nodens does not implement/],
   ], { view });
 });
 

@@ -18,8 +18,9 @@ import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import type { GoRegexp } from '../pkg/regexp.ts';
-import { GoCallError, GoExecError, GoMap, GoSlice, GoTemplate, type GoFunc } from '../pkg/gotemplate.ts';
+import { GoCallError, GoExecError, GoMap, GoNum, GoSlice, GoTemplate, type GoFunc } from '../pkg/gotemplate.ts';
 import type { CounterChild } from '../pkg/vec.ts';
+import { RUN_ERROR, type ExprEnv, type ExprType, type ExprValue, type Expression } from '../pkg/expression.ts';
 import { TemplateData } from './data.ts';
 import { templateFailures, templateMatches, templateRRFailures } from './metrics.ts';
 
@@ -39,6 +40,39 @@ export interface TemplateSpec {
   fall: Fall;
   /** The default `.*` added when there is no `match` (matched without running it). */
   matchAll?: GoRegexp;
+  /** `var NAME EXPR`, in order: each sees the ones before it. */
+  vars: TemplateVar[];
+  /** `expr EXPR`: all must be true for the template to match. */
+  exprs: Expression[];
+}
+
+/** One `var`: its name, the static type CoreDNS declares it with, and its expression. */
+export interface TemplateVar {
+  name: string;
+  type: ExprType;
+  expr: Expression;
+}
+
+/** An expression value as the Go value text/template sees in `.Var` (`type` is the static one). */
+function goValue(v: ExprValue, type: ExprType): unknown {
+  if (typeof v === 'number') {
+    if (type === 'float64' || (type !== 'int' && !Number.isInteger(v))) return new GoNum('float64', v);
+    return v;
+  }
+  if (Array.isArray(v)) {
+    const items = v as readonly ExprValue[];
+    if (type === '[]string') return new GoSlice('[]string', items);
+    return new GoSlice('[]interface {}', items.map((x) => goValue(x, 'interface {}')));
+  }
+  return v;
+}
+
+/** The per-query env of a template's expressions: the variables so far and the matching regexp's groups. */
+class VarEnv implements ExprEnv {
+  readonly vars: ExprValue[] = [];
+  private readonly groups: ReadonlyMap<string, string>;
+  constructor(groups: ReadonlyMap<string, string>) { this.groups = groups; }
+  group(key: string): string { return this.groups.get(key) ?? ''; }
 }
 
 const MAX_UINT64 = 0xffffffffffffffffn;
@@ -296,21 +330,44 @@ export class Template implements Handler {
     const cls = qclass !== RRClass.ANY ? className(qclass) : className(t.qclass);
     const type = qtype !== RRType.ANY ? typeName(qtype) : typeName(t.qtype);
     for (const re of t.regex) {
+      let m: string[];
+      let group: Map<string, string>;
       if (re === t.matchAll) {
         // The default `.*`: the whole name, no groups (what the regexp would give, without running it).
-        const m = [qname];
-        return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', new Map([['0', qname]]), ''), cls, type);
+        m = [qname];
+        group = new Map([['0', qname]]);
+      } else {
+        const found = re.findSubmatch(qname);
+        if (found === undefined) continue;
+        m = found;
+        group = new Map<string, string>();
+        for (let i = 0; i < m.length; i++) group.set(String(i), m[i]!);
+        const names = re.namedGroups();
+        for (const name in names) {
+          const idx = names[name]!;
+          if (idx < m.length) group.set(name, m[idx]!);
+        }
       }
-      const m = re.findSubmatch(qname);
-      if (m === undefined) continue;
-      const group = new Map<string, string>();
-      for (let i = 0; i < m.length; i++) group.set(String(i), m[i]!);
-      const names = re.namedGroups();
-      for (const name in names) {
-        const idx = names[name]!;
-        if (idx < m.length) group.set(name, m[idx]!);
+      if (t.vars.length === 0 && t.exprs.length === 0) {
+        return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', group, ''), cls, type);
       }
-      return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', group, ''), cls, type);
+      // CoreDNS's var/expr pass: a variable that fails to evaluate, or a condition that does, is SERVFAIL
+      // (no fallthrough); a condition that is not true is a non-match, subject to fallthrough.
+      const env = new VarEnv(group);
+      const vars = new Map<string, unknown>();
+      for (const v of t.vars) {
+        const val = v.expr.value(req, env);
+        if (val === RUN_ERROR) return NO_MATCH_FAIL;
+        env.vars.push(val);
+        vars.set(v.name, goValue(val, v.type));
+      }
+      for (const e of t.exprs) {
+        const val = e.value(req, env);
+        if (val === RUN_ERROR) return NO_MATCH_FAIL;
+        if (val !== true) return t.fall.through(qname) ? NO_MATCH_FALL : NO_MATCH_FAIL;
+      }
+      return new TemplateData(req, zone, re.source, new GoSlice('[]string', m), new GoMap('map[string]string', group, ''), cls, type,
+        new GoMap('map[string]interface {}', vars, null));
     }
     return t.fall.through(qname) ? NO_MATCH_FALL : NO_MATCH_FAIL;
   }

@@ -29,7 +29,7 @@ test('view parse', async () => {
     ['. {\n view a {\n  expr\n }\n}', 'plugin/view: unexpected token EOF'],
     ['. {\n view a {\n  expr foo()\n }\n}', 'plugin/view: unknown name foo (1:1)\n | foo()\n | ^'],
     [". {\n view a {\n  expr name() matches '('\n }\n}", "plugin/view: error parsing regexp: missing closing ): `(` (1:8)\n | name() matches '('\n | .......^"],
-    ['. {\n view a {\n  expr len(name()) > 3\n }\n}', /^plugin\/view: Corefile:3 - Error during parsing: the builtin len\(\) is expr-lang syntax nodens does not implement/],
+    ['. {\n view a {\n  expr abs(size()) > 3\n }\n}', /^plugin\/view: Corefile:3 - Error during parsing: the builtin abs\(\) is expr-lang syntax nodens does not implement/],
   ], { view });
 });
 
