@@ -114,6 +114,8 @@ export class Request {
   /** The edited message `editedLength` was measured from. */
   private editedOf: Message | undefined;
   private editedLength = 0;
+  /** Bytes of EDNS options the server left out of the OPT it echoed (see `dropUnechoedOptions`). */
+  private droppedOptionBytes = 0;
   /** Set on the root by `limitUdpSize` (bufsize): 0 when the query's own EDNS size stands. */
   private udpLimit = 0;
   /** Values plugins hand each other whether or not the metadata plugin runs (CoreDNS's other context values). */
@@ -240,14 +242,24 @@ export class Request {
   get length(): number {
     const e = this.root === this ? this.edited : undefined;
     const m = this.msg;
+    const dropped = this.root === this ? this.droppedOptionBytes : 0;
     // Flags edited (header): the sections are the same arrays, so the length is the same.
     if (e === undefined || e === m || (e.question === m.question && e.answer === m.answer && e.authority === m.authority
-      && e.additional === m.additional && e.edns === m.edns)) return this.wire.length;
+      && e.additional === m.additional && e.edns === m.edns)) return this.wire.length - dropped;
     if (this.editedOf !== e) {
       this.editedLength = encodeMessage(e).length;
       this.editedOf = e;
     }
-    return this.editedLength;
+    return this.editedLength - dropped;
+  }
+
+  /**
+   * The server echoed the query's OPT into a reply that had none, without the options no plugin declared
+   * (`bytes` of them). CoreDNS does that by removing them from the request's own OPT record, so whatever
+   * measures the request afterwards (log's `{size}`) counts the query without them: `length` does too.
+   */
+  dropUnechoedOptions(bytes: number): void {
+    this.root.droppedOptionBytes = bytes;
   }
 
   /** Name of the plugin currently handling the query; the final writer records who replied. */

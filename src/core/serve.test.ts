@@ -768,6 +768,28 @@ describe('SizeAndDo: the reply OPT', () => {
     assert.deepEqual(ednsView(r.edns), { udpSize: 4000, version: 0, do: false, z: 0, options: [] });
   });
 
+  test('options left out of the echoed OPT no longer count in the request\'s length (log\'s {size}), as CoreDNS strips them from the request', () => {
+    for (const via of ['msg', 'wire', 'own-opt'] as const) {
+      let seen: Request | undefined;
+      const t = makeTable({
+        '.': {
+          name: 'p',
+          serveDNS(req, w) {
+            seen = req;
+            const r = replyTo(req.msg);
+            if (via === 'own-opt') r.edns = { udpSize: 512, version: 0, do: false, z: 0, options: [] };
+            if (via === 'wire') w.writeWire(encodeMessage(r)); else w.writeMsg(r);
+            return Rcode.NOERROR;
+          },
+        },
+      });
+      const q = query('example.org.', RRType.A, { edns: { udpSize: 1232, do: false, options: [opts[2]!, opts[0]!] } });
+      serve(t, q);
+      // COOKIE (4 + 8) and NSID (4 + 0) are not echoed; a reply with its own OPT echoes nothing and strips nothing
+      assert.equal(seen!.length, via === 'own-opt' ? q.length : q.length - 16, via);
+    }
+  });
+
   test('a plugin reply with its own OPT: normalised to the query\'s size and DO, its options kept as they are', () => {
     const ede: EdnsOption = { code: 15, data: Buffer.from('0012', 'hex') };
     const t = makeTable({

@@ -379,6 +379,14 @@ export function sizeAndDo(req: Request, reply: Message, supported: ReadonlySet<n
     name: '.', udpSize, version: 0, do: q.do, z: q.z & 0x7f00,
     options: q.options.length === 0 || supported.size === 0 ? [] : q.options.filter((o) => supported.has(o.code)),
   };
+  if (q.options.length !== 0) req.dropUnechoedOptions(unechoedBytes(q, supported));
+}
+
+/** Bytes of the query's EDNS options that are not echoed (code and length headers included). */
+function unechoedBytes(q: Edns, supported: ReadonlySet<number>): number {
+  let n = 0;
+  for (const o of q.options) if (!supported.has(o.code)) n += 4 + o.data.length;
+  return n;
 }
 
 /** Add the request's Extended DNS Errors to a reply OPT, skipping any it already carries. */
@@ -483,6 +491,7 @@ export class ClientWriter implements ResponseWriter {
         reply[p + 7] = 0;
       } else {
         out = appendOpt(reply, q, req.udpSize ?? q.udpSize, this.supported);
+        if (q.options.length !== 0) req.dropUnechoedOptions(unechoedBytes(q, this.supported));
       }
     }
     const limit = req.proto === 'udp' ? (req.family === 1 ? 1480 : 1220) : 65535;
