@@ -11,6 +11,7 @@ import { plugin as debug } from './debug/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
+import { plugin as file } from './file/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
 import { plugin as health } from './health/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
@@ -23,6 +24,7 @@ import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
+import { plugin as root } from './root/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
 import { plugin as view } from './view/setup.ts';
@@ -45,6 +47,7 @@ export const builtinPlugins: PluginDefinition[] = [
   erratic,
   dns64,
   errors,
+  file,
   forward,
   health,
   hosts,
@@ -58,6 +61,7 @@ export const builtinPlugins: PluginDefinition[] = [
   ready,
   reload,
   rewrite,
+  root,
   siit,
   view,
   template,

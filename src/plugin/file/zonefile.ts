@@ -1,0 +1,298 @@
+// RFC 1035 master files as miekg/dns's ZoneParser reads them for CoreDNS: `$ORIGIN`, `$TTL`, `$INCLUDE`
+// (relative to the including file, at most 7 deep), `@`, relative names, owners carried over from the
+// previous record by a leading blank, TTL and class in either order, parentheses across lines, `;`
+// comments, quoted strings. The TTL of a record without one is the `$TTL`, else the last explicit TTL;
+// a record before either is an error ("missing TTL with no previous value"). Record data are read by the
+// codec's presentation parser (`parseRecord` of src/wire/text.ts). Errors read as miekg's:
+// `FILE: dns: WHAT: "TOKEN" at line: L:C`.
+
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import type { ResourceRecord } from '../../wire/types.ts';
+import { stringToClass, stringToType } from '../../wire/constants.ts';
+import { fqdn, isDomainName } from '../../wire/name.ts';
+import { parseRecord } from '../../wire/text.ts';
+import { goOpenError } from './errors.ts';
+
+const MAX_INCLUDE_DEPTH = 7;
+
+interface Token {
+  /** Raw text, quotes and escapes kept. */
+  text: string;
+  line: number;
+  col: number;
+}
+
+interface Logical {
+  /** The record's first line starts with a blank (the owner is the previous one). */
+  blank: boolean;
+  toks: Token[];
+  /** Where the line ended (for errors about what is missing). */
+  endLine: number;
+  endCol: number;
+}
+
+/** A master-file error, worded as miekg's ParseError. */
+export class ZoneParseError extends Error {
+  constructor(file: string, what: string, token: string, line: number, col: number) {
+    super(`${file === '' ? '' : file + ': '}dns: ${what}: ${JSON.stringify(token)} at line: ${line}:${col}`);
+    this.name = 'ZoneParseError';
+  }
+}
+
+/** Splits `text` into logical records (parentheses joined, comments dropped). */
+function lex(text: string, file: string): Logical[] {
+  const out: Logical[] = [];
+  let cur: Logical | undefined;
+  let paren = 0;
+  let line = 1;
+  let col = 0;
+  const n = text.length;
+  let i = 0;
+  let atLineStart = true;
+  const flush = (): void => {
+    if (cur !== undefined && cur.toks.length > 0) {
+      cur.endLine = line;
+      cur.endCol = col;
+      out.push(cur);
+    }
+    cur = undefined;
+  };
+  while (i < n) {
+    const c = text[i]!;
+    if (c === '\n') {
+      if (paren === 0) flush();
+      line++;
+      col = 0;
+      i++;
+      atLineStart = true;
+      continue;
+    }
+    if (c === ' ' || c === '\t' || c === '\r') {
+      if (atLineStart && paren === 0 && cur === undefined && c !== '\r') cur = { blank: true, toks: [], endLine: 0, endCol: 0 };
+      atLineStart = false;
+      i++;
+      col++;
+      continue;
+    }
+    atLineStart = false;
+    if (c === ';') {
+      while (i < n && text[i] !== '\n') i++;
+      continue;
+    }
+    cur ??= { blank: false, toks: [], endLine: 0, endCol: 0 };
+    if (c === '(') {
+      paren++;
+      i++;
+      col++;
+      continue;
+    }
+    if (c === ')') {
+      if (paren === 0) throw new ZoneParseError(file, 'extra closing brace', ')', line, col + 1);
+      paren--;
+      i++;
+      col++;
+      continue;
+    }
+    const startLine = line;
+    const startCol = col + 1;
+    let s = '';
+    if (c === '"') {
+      s = '"';
+      i++;
+      col++;
+      while (i < n && text[i] !== '"') {
+        if (text[i] === '\\' && i + 1 < n) {
+          s += text[i]! + text[i + 1]!;
+          i += 2;
+          col += 2;
+          continue;
+        }
+        if (text[i] === '\n') {
+          line++;
+          col = 0;
+        } else col++;
+        s += text[i++]!;
+      }
+      if (i >= n) throw new ZoneParseError(file, 'unbalanced quote', s, startLine, startCol);
+      s += '"';
+      i++;
+      col++;
+    } else {
+      while (i < n) {
+        const d = text[i]!;
+        if (d === ' ' || d === '\t' || d === '\n' || d === '\r' || d === ';' || d === '(' || d === ')' || d === '"') break;
+        if (d === '\\' && i + 1 < n) {
+          s += d + text[i + 1]!;
+          i += 2;
+          col += 2;
+          continue;
+        }
+        s += d;
+        i++;
+        col++;
+      }
+    }
+    cur.toks.push({ text: s, line: startLine, col: startCol });
+  }
+  if (paren !== 0) throw new ZoneParseError(file, 'unbalanced brace', '', line, col);
+  flush();
+  return out;
+}
+
+/** miekg's stringToTTL: seconds, or BIND units (1w2d3h4m5s, case-insensitive). */
+export function stringToTtl(s: string): number | undefined {
+  if (s === '') return undefined;
+  let total = 0;
+  let num = 0;
+  let digits = false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i]!;
+    if (c >= '0' && c <= '9') {
+      num = num * 10 + (c.charCodeAt(0) - 48);
+      digits = true;
+      continue;
+    }
+    const unit = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 }[c.toLowerCase()];
+    if (unit === undefined || !digits) return undefined;
+    total += num * unit;
+    num = 0;
+    digits = false;
+  }
+  total += num;
+  return total > 0xffffffff ? undefined : total;
+}
+
+/** An owner or origin made absolute against `origin` (miekg's toAbsoluteName); undefined when invalid. */
+function toAbsolute(name: string, origin: string): string | undefined {
+  if (name === '@') return origin === '' ? undefined : origin;
+  if (!isDomainName(name)) return undefined;
+  if (name.endsWith('.') && !name.endsWith('\\.')) return name;
+  if (origin === '') return undefined;
+  return origin === '.' ? name + '.' : name + '.' + origin;
+}
+
+interface State {
+  origin: string;
+  /** The default TTL and whether `$TTL` set it. */
+  ttl: { value: number; directive: boolean } | undefined;
+  owner: string;
+}
+
+/**
+ * Parses the master file at `file` (its text `text`) with initial origin `origin`, handing each
+ * record to `onRecord` in file order. Throws ZoneParseError (or the error of an `$INCLUDE` that
+ * cannot be read) on the first error.
+ */
+export function parseZone(text: string, origin: string, file: string, onRecord: (rr: ResourceRecord) => void): void {
+  parseInto(text, file, { origin: fqdn(origin), ttl: undefined, owner: '' }, 0, onRecord);
+}
+
+function parseInto(text: string, file: string, st: State, depth: number, onRecord: (rr: ResourceRecord) => void): void {
+  for (const rec of lex(text, file)) {
+    const toks = rec.toks;
+    const first = toks[0]!;
+    let k = 0;
+    if (!rec.blank) {
+      const dir = first.text.toUpperCase();
+      if (dir === '$ORIGIN') {
+        const v = toks[1];
+        if (v === undefined) throw new ZoneParseError(file, 'expecting $ORIGIN value, not this...', '', rec.endLine, rec.endCol);
+        if (toks.length > 2) throw new ZoneParseError(file, 'garbage after $ORIGIN', toks[2]!.text, toks[2]!.line, toks[2]!.col);
+        const o = toAbsolute(v.text, st.origin);
+        if (o === undefined) throw new ZoneParseError(file, 'bad origin name', v.text, v.line, v.col);
+        st.origin = o;
+        continue;
+      }
+      if (dir === '$TTL') {
+        const v = toks[1];
+        if (v === undefined) throw new ZoneParseError(file, 'expecting $TTL value, not this...', '', rec.endLine, rec.endCol);
+        const t = stringToTtl(v.text);
+        if (t === undefined) throw new ZoneParseError(file, 'expecting $TTL value, not this...', v.text, v.line, v.col);
+        if (toks.length > 2) throw new ZoneParseError(file, 'garbage after $TTL', toks[2]!.text, toks[2]!.line, toks[2]!.col);
+        st.ttl = { value: t, directive: true };
+        continue;
+      }
+      if (dir === '$INCLUDE') {
+        const v = toks[1];
+        if (v === undefined) throw new ZoneParseError(file, 'expecting $INCLUDE value, not this...', '', rec.endLine, rec.endCol);
+        let newOrigin = st.origin;
+        if (toks[2] !== undefined) {
+          const o = toAbsolute(toks[2].text, st.origin);
+          if (o === undefined) throw new ZoneParseError(file, 'bad origin name', toks[2].text, toks[2].line, toks[2].col);
+          newOrigin = o;
+        }
+        if (toks.length > 3) throw new ZoneParseError(file, 'garbage after $INCLUDE', toks[3]!.text, toks[3]!.line, toks[3]!.col);
+        if (depth >= MAX_INCLUDE_DEPTH) throw new ZoneParseError(file, 'too deeply nested $INCLUDE', v.text, v.line, v.col);
+        const path = isAbsolute(v.text) ? v.text : join(dirname(file), v.text);
+        let sub: string;
+        try {
+          sub = readFileSync(path, 'utf8');
+        } catch (e) {
+          const as = path !== v.text ? ` as \`${path}'` : '';
+          throw new ZoneParseError(file, `failed to open \`${v.text}'${as}: ${goOpenError(path, e)}`, v.text, v.line, v.col);
+        }
+        // The included file starts with the new origin and the current default TTL; what it sets stays inside.
+        parseInto(sub, path, { origin: newOrigin, ttl: st.ttl, owner: st.owner }, depth + 1, onRecord);
+        continue;
+      }
+      if (dir === '$GENERATE') {
+        throw new ZoneParseError(file, '$GENERATE directive not supported by nodens', first.text, first.line, first.col);
+      }
+      if (first.text.startsWith('$')) {
+        // miekg lexes an unknown $WORD as an owner name
+      }
+      const o = toAbsolute(first.text, st.origin);
+      if (o === undefined) throw new ZoneParseError(file, 'bad owner name', first.text, first.line, first.col);
+      st.owner = o;
+      k = 1;
+    }
+    let ttl: number | undefined;
+    let cls: number | undefined;
+    let type: number | undefined;
+    let typeTok: Token | undefined;
+    while (k < toks.length && type === undefined) {
+      const t = toks[k++]!;
+      const asType = stringToType(t.text);
+      // miekg's lexer: a type mnemonic is a type, a class mnemonic a class, anything else a TTL attempt
+      if (asType !== undefined && !/^\d/.test(t.text)) {
+        type = asType;
+        typeTok = t;
+        break;
+      }
+      const asCls = stringToClass(t.text);
+      if (asCls !== undefined) {
+        if (cls !== undefined) throw new ZoneParseError(file, 'expecting RR type, not this...', t.text, t.line, t.col);
+        cls = asCls;
+        continue;
+      }
+      if (ttl !== undefined) {
+        throw new ZoneParseError(file, cls === undefined ? 'expecting RR type or class, not this...' : 'unknown RR type', t.text, t.line, t.col);
+      }
+      const v = stringToTtl(t.text);
+      if (v === undefined) {
+        throw new ZoneParseError(file, cls === undefined ? 'not a TTL' : 'expecting RR type or TTL, not this...', t.text, t.line, t.col);
+      }
+      ttl = v;
+      if (st.ttl === undefined || !st.ttl.directive) st.ttl = { value: v, directive: false };
+    }
+    if (type === undefined || typeTok === undefined) {
+      throw new ZoneParseError(file, 'unexpected newline', '', rec.endLine, rec.endCol);
+    }
+    if (ttl === undefined) {
+      if (st.ttl === undefined) throw new ZoneParseError(file, 'missing TTL with no previous value', typeTok.text, typeTok.line, typeTok.col);
+      ttl = st.ttl.value;
+    }
+    const rdata = toks.slice(k);
+    const line = `${st.owner === '' ? st.origin : st.owner} ${ttl} CLASS${cls ?? 1} ${typeTok.text} ${rdata.map((t) => t.text).join(' ')}`;
+    let rr: ResourceRecord;
+    try {
+      rr = parseRecord(line, st.origin, ttl);
+    } catch (e) {
+      const what = (e as Error).message.replace(/^dns: /, '');
+      const at = rdata[0] ?? typeTok;
+      throw new ZoneParseError(file, what, at.text, at.line, at.col);
+    }
+    onRecord(rr);
+  }
+}
