@@ -53,7 +53,7 @@ export function parse(c: SetupContext): FileOptions {
           try {
             reload = parseDuration(t[0]!);
           } catch (e) {
-            throw new Error('plugin/file: ' + (e as Error).message);
+            throw new Error('plugin/file: plugin/file: ' + (e as Error).message);
           }
           break;
         }
@@ -113,7 +113,7 @@ export function loadZones(o: FileOptions, log: SetupContext['log']): Map<string,
     }
   }
   if (openErr !== undefined && last !== undefined) {
-    if (last.reload === 0n) throw new Error(openErr);
+    if (last.reload === 0n) throw new Error('plugin/file: plugin/file: ' + openErr);
     log.warning(`Failed to open ${JSON.stringify(openErr)}: trying again in ${formatDuration(last.reload)}`);
   }
   return zones;

@@ -20,6 +20,7 @@ interface Token {
   /** Raw text, quotes and escapes kept. */
   text: string;
   line: number;
+  /** The column miekg reports for the token: its last character's, plus one unless a newline ends it. */
   col: number;
 }
 
@@ -133,7 +134,10 @@ function lex(text: string, file: string): Logical[] {
         col++;
       }
     }
-    cur.toks.push({ text: s, line: startLine, col: startCol });
+    // miekg's lexer reports the column where the token ended
+    const endsLine = i >= n || text[i] === '\n' || (text[i] === '\r' && text[i + 1] === '\n');
+    cur.toks.push({ text: s, line, col: endsLine ? col : col + 1 });
+    void startLine;
   }
   if (paren !== 0) throw new ZoneParseError(file, 'unbalanced brace', '', line, col);
   flush();
@@ -172,11 +176,31 @@ function toAbsolute(name: string, origin: string): string | undefined {
   return origin === '.' ? name + '.' : name + '.' + origin;
 }
 
+/** The codec's rdata error in miekg's words where they are known (A, AAAA, MX preference, trailing garbage). */
+function rdataError(file: string, typeTok: Token, rdata: Token[], what: string): ZoneParseError {
+  const type = typeTok.text.toUpperCase();
+  const first = rdata[0];
+  const garbage = /^garbage after rdata: (".*")$/.exec(what);
+  if (garbage !== null) {
+    const text = JSON.parse(garbage[1]!) as string;
+    const t = rdata.find((x) => x.text === text) ?? first ?? typeTok;
+    return new ZoneParseError(file, 'garbage after rdata', t.text, t.line, t.col);
+  }
+  let miekg: string | undefined;
+  if (what === 'bad A address') miekg = 'bad A A';
+  else if (what === 'bad AAAA address') miekg = 'bad AAAA AAAA';
+  else if (type === 'MX' && what.startsWith('bad preference')) miekg = 'bad MX Pref';
+  const t = first ?? typeTok;
+  return new ZoneParseError(file, miekg ?? what, t.text, t.line, t.col);
+}
+
 interface State {
   origin: string;
   /** The default TTL and whether `$TTL` set it. */
   ttl: { value: number; directive: boolean } | undefined;
   owner: string;
+  /** The TTL of the previous record (what a record gets before any TTL was seen: 0 at first). */
+  lastTtl: number;
 }
 
 /**
@@ -185,7 +209,7 @@ interface State {
  * cannot be read) on the first error.
  */
 export function parseZone(text: string, origin: string, file: string, onRecord: (rr: ResourceRecord) => void): void {
-  parseInto(text, file, { origin: fqdn(origin), ttl: undefined, owner: '' }, 0, onRecord);
+  parseInto(text, file, { origin: fqdn(origin), ttl: undefined, owner: '', lastTtl: 0 }, 0, onRecord);
 }
 
 function parseInto(text: string, file: string, st: State, depth: number, onRecord: (rr: ResourceRecord) => void): void {
@@ -197,7 +221,7 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       const dir = first.text.toUpperCase();
       if (dir === '$ORIGIN') {
         const v = toks[1];
-        if (v === undefined) throw new ZoneParseError(file, 'expecting $ORIGIN value, not this...', '', rec.endLine, rec.endCol);
+        if (v === undefined) throw new ZoneParseError(file, 'not a TTL', first.text, first.line, first.col);
         if (toks.length > 2) throw new ZoneParseError(file, 'garbage after $ORIGIN', toks[2]!.text, toks[2]!.line, toks[2]!.col);
         const o = toAbsolute(v.text, st.origin);
         if (o === undefined) throw new ZoneParseError(file, 'bad origin name', v.text, v.line, v.col);
@@ -206,7 +230,7 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       }
       if (dir === '$TTL') {
         const v = toks[1];
-        if (v === undefined) throw new ZoneParseError(file, 'expecting $TTL value, not this...', '', rec.endLine, rec.endCol);
+        if (v === undefined) throw new ZoneParseError(file, 'not a TTL', first.text, first.line, first.col);
         const t = stringToTtl(v.text);
         if (t === undefined) throw new ZoneParseError(file, 'expecting $TTL value, not this...', v.text, v.line, v.col);
         if (toks.length > 2) throw new ZoneParseError(file, 'garbage after $TTL', toks[2]!.text, toks[2]!.line, toks[2]!.col);
@@ -215,7 +239,7 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       }
       if (dir === '$INCLUDE') {
         const v = toks[1];
-        if (v === undefined) throw new ZoneParseError(file, 'expecting $INCLUDE value, not this...', '', rec.endLine, rec.endCol);
+        if (v === undefined) throw new ZoneParseError(file, 'not a TTL', first.text, first.line, first.col);
         let newOrigin = st.origin;
         if (toks[2] !== undefined) {
           const o = toAbsolute(toks[2].text, st.origin);
@@ -233,7 +257,7 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
           throw new ZoneParseError(file, `failed to open \`${v.text}'${as}: ${goOpenError(path, e)}`, v.text, v.line, v.col);
         }
         // The included file starts with the new origin and the current default TTL; what it sets stays inside.
-        parseInto(sub, path, { origin: newOrigin, ttl: st.ttl, owner: st.owner }, depth + 1, onRecord);
+        parseInto(sub, path, { origin: newOrigin, ttl: st.ttl, owner: st.owner, lastTtl: st.lastTtl }, depth + 1, onRecord);
         continue;
       }
       if (dir === '$GENERATE') {
@@ -247,51 +271,67 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       st.owner = o;
       k = 1;
     }
+    // miekg's states after the owner: TTL and class in either order, then the type
     let ttl: number | undefined;
     let cls: number | undefined;
-    let type: number | undefined;
     let typeTok: Token | undefined;
-    while (k < toks.length && type === undefined) {
-      const t = toks[k++]!;
-      const asType = stringToType(t.text);
-      // miekg's lexer: a type mnemonic is a type, a class mnemonic a class, anything else a TTL attempt
-      if (asType !== undefined && !/^\d/.test(t.text)) {
-        type = asType;
-        typeTok = t;
-        break;
-      }
-      const asCls = stringToClass(t.text);
-      if (asCls !== undefined) {
-        if (cls !== undefined) throw new ZoneParseError(file, 'expecting RR type, not this...', t.text, t.line, t.col);
-        cls = asCls;
-        continue;
-      }
-      if (ttl !== undefined) {
-        throw new ZoneParseError(file, cls === undefined ? 'expecting RR type or class, not this...' : 'unknown RR type', t.text, t.line, t.col);
-      }
+    let state: 'start' | 'any' | 'noTtl' | 'noClass' | 'rrtype' = rec.blank ? 'start' : 'any';
+    const err = (what: string, t: Token): ZoneParseError => new ZoneParseError(file, what, t.text, t.line, t.col);
+    const asTtl = (t: Token): number => {
       const v = stringToTtl(t.text);
-      if (v === undefined) {
-        throw new ZoneParseError(file, cls === undefined ? 'not a TTL' : 'expecting RR type or TTL, not this...', t.text, t.line, t.col);
-      }
-      ttl = v;
+      if (v === undefined) throw err('not a TTL', t);
       if (st.ttl === undefined || !st.ttl.directive) st.ttl = { value: v, directive: false };
+      return v;
+    };
+    while (k < toks.length && typeTok === undefined) {
+      const t = toks[k++]!;
+      const kind = stringToType(t.text) !== undefined ? 'type' : stringToClass(t.text) !== undefined ? 'class' : 'string';
+      switch (state) {
+        case 'start': case 'any':
+          if (kind === 'type') {
+            if (state === 'any' && st.ttl === undefined) throw err('missing TTL with no previous value', t);
+            typeTok = t;
+          } else if (kind === 'class') {
+            cls = stringToClass(t.text);
+            state = 'noClass';
+          } else {
+            ttl = asTtl(t);
+            state = 'noTtl';
+          }
+          break;
+        case 'noTtl':
+          if (kind === 'type') typeTok = t;
+          else if (kind === 'class') {
+            cls = stringToClass(t.text);
+            state = 'rrtype';
+          } else throw err('expecting RR type or class, not this...', t);
+          break;
+        case 'noClass':
+          if (kind === 'type') typeTok = t;
+          else if (kind === 'string') {
+            ttl = asTtl(t);
+            state = 'rrtype';
+          } else throw err('expecting RR type or TTL, not this...', t);
+          break;
+        case 'rrtype':
+          if (kind !== 'type') throw err('unknown RR type', t);
+          typeTok = t;
+          break;
+      }
     }
-    if (type === undefined || typeTok === undefined) {
-      throw new ZoneParseError(file, 'unexpected newline', '', rec.endLine, rec.endCol);
+    if (typeTok === undefined) {
+      const last = toks[toks.length - 1]!;
+      throw new ZoneParseError(file, 'unexpected newline', '', last.line, last.col);
     }
-    if (ttl === undefined) {
-      if (st.ttl === undefined) throw new ZoneParseError(file, 'missing TTL with no previous value', typeTok.text, typeTok.line, typeTok.col);
-      ttl = st.ttl.value;
-    }
+    ttl ??= st.ttl?.value ?? st.lastTtl;
+    st.lastTtl = ttl;
     const rdata = toks.slice(k);
     const line = `${st.owner === '' ? st.origin : st.owner} ${ttl} CLASS${cls ?? 1} ${typeTok.text} ${rdata.map((t) => t.text).join(' ')}`;
     let rr: ResourceRecord;
     try {
       rr = parseRecord(line, st.origin, ttl);
     } catch (e) {
-      const what = (e as Error).message.replace(/^dns: /, '');
-      const at = rdata[0] ?? typeTok;
-      throw new ZoneParseError(file, what, at.text, at.line, at.col);
+      throw rdataError(file, typeTok, rdata, (e as Error).message.replace(/^dns: /, ''));
     }
     onRecord(rr);
   }
