@@ -289,14 +289,13 @@ export class Zone {
     return this.sorted[this.lowerBound(canonicalKey(name))];
   }
 
-  /** True when some name strictly below `name` holds records. */
+  /**
+   * True when `name` holds no records but some name strictly below it does (CoreDNS's hasDescendant:
+   * a name that exists itself answers false, whatever lies below it).
+   */
   hasDescendant(name: string): boolean {
-    const key = canonicalKey(name);
-    let at = this.lowerBound(key);
-    const s = this.sorted[at];
-    if (s !== undefined && compareKeys(s.key, key) === 0) at++;
-    const x = this.sorted[at];
-    return x !== undefined && isSubdomain(x.name, name);
+    const x = this.sorted[this.lowerBound(canonicalKey(name))];
+    return x !== undefined && x.name !== asciiLower(name) && isSubdomain(x.name, name);
   }
 
   /** The apex records in zone-file order: SOA, RRSIG(SOA), NS, RRSIG(NS); undefined without a SOA. */
