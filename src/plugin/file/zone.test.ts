@@ -258,6 +258,8 @@ test('master files: directives, owners, TTLs, parentheses, comments, quoting', (
     ['$ORIGIN\n', 'db: dns: not a TTL: "$ORIGIN" at line: 1:7'],
     ['$INCLUDE nothere.db\n', `${main}: dns: failed to open \`nothere.db' as \`${join(tmp, 'nothere.db')}': open ${join(tmp, 'nothere.db')}: no such file or directory: "nothere.db" at line: 1:19`],
     ['$INCLUDE loop.db\n', `${join(tmp, 'loop.db')}: dns: too deeply nested $INCLUDE: "loop.db" at line: 1:16`],
+    ['k 1 IPSECKEY 10 1 2 192.0.2.38 AQNR\nwww 1 A 192.0.2.1\n', 'db: dns: garbage after rdata: "www" at line: 2:4'],
+    ['k 1 IPSECKEY 10 1 2 192.0.2.38 AQNR\n\nwww 1 A 192.0.2.1\n', ['k.example.org. 1 IPSECKEY \\# 10 0a0102c0000226010351', 'www.example.org. 1 A 192.0.2.1']],
     ['$GENERATE 1-2 a$ A 192.0.2.$\n', 'db: dns: $GENERATE directive not supported by nodens: "$GENERATE" at line: 1:10'],
   ];
   for (const [text, want] of rows) {

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import type { ResourceRecord } from '../../wire/types.ts';
-import { stringToClass, stringToType } from '../../wire/constants.ts';
+import { RRType, stringToClass, stringToType } from '../../wire/constants.ts';
 import { fqdn, isDomainName } from '../../wire/name.ts';
 import { parseRecord } from '../../wire/text.ts';
 import { goOpenError } from './errors.ts';
@@ -213,7 +213,9 @@ export function parseZone(text: string, origin: string, file: string, onRecord: 
 }
 
 function parseInto(text: string, file: string, st: State, depth: number, onRecord: (rr: ResourceRecord) => void): void {
-  for (const rec of lex(text, file)) {
+  const recs = lex(text, file);
+  for (let ri = 0; ri < recs.length; ri++) {
+    const rec = recs[ri]!;
     const toks = rec.toks;
     const first = toks[0]!;
     let k = 0;
@@ -334,5 +336,12 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       throw rdataError(file, typeTok, rdata, (e as Error).message.replace(/^dns: /, ''));
     }
     onRecord(rr);
+    // miekg reads one more line after an IPSECKEY's key as its trailing garbage: a record on the very
+    // next line is refused (an empty or comment line there is swallowed instead)
+    const after = recs[ri + 1];
+    if (rr.type === RRType.IPSECKEY && after !== undefined && after.toks[0]!.line === rec.endLine + 1) {
+      const t = after.toks[0]!;
+      throw new ZoneParseError(file, 'garbage after rdata', t.text, t.line, t.col);
+    }
   }
 }
