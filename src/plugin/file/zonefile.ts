@@ -1,8 +1,9 @@
 // RFC 1035 master files as miekg/dns's ZoneParser reads them for CoreDNS: `$ORIGIN`, `$TTL`, `$INCLUDE`
 // (relative to the including file, at most 7 deep), `@`, relative names, owners carried over from the
 // previous record by a leading blank, TTL and class in either order, parentheses across lines, `;`
-// comments, quoted strings. The TTL of a record without one is the `$TTL`, else the last explicit TTL;
-// a record before either is an error ("missing TTL with no previous value"). Record data are read by the
+// comments, quoted strings. The TTL of a record without one is the `$TTL`, else the last explicit TTL
+// (miekg's states: right after an owner a type without any TTL known is an error, "missing TTL with no
+// previous value"; after a class it gets the previous record's TTL, 0 at first). Record data are read by the
 // codec's presentation parser (`parseRecord` of src/wire/text.ts). Errors read as miekg's:
 // `FILE: dns: WHAT: "TOKEN" at line: L:C`.
 
@@ -137,7 +138,6 @@ function lex(text: string, file: string): Logical[] {
     // miekg's lexer reports the column where the token ended
     const endsLine = i >= n || text[i] === '\n' || (text[i] === '\r' && text[i + 1] === '\n');
     cur.toks.push({ text: s, line, col: endsLine ? col : col + 1 });
-    void startLine;
   }
   if (paren !== 0) throw new ZoneParseError(file, 'unbalanced brace', '', line, col);
   flush();
@@ -264,9 +264,6 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
       }
       if (dir === '$GENERATE') {
         throw new ZoneParseError(file, '$GENERATE directive not supported by nodens', first.text, first.line, first.col);
-      }
-      if (first.text.startsWith('$')) {
-        // miekg lexes an unknown $WORD as an owner name
       }
       const o = toAbsolute(first.text, st.origin);
       if (o === undefined) throw new ZoneParseError(file, 'bad owner name', first.text, first.line, first.col);
