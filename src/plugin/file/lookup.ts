@@ -5,7 +5,7 @@
 
 import type { Message, NameData, ResourceRecord } from '../../wire/types.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
-import { countLabels, isSubdomain, nameEqual, nextLabel } from '../../wire/name.ts';
+import { asciiLower, countLabels, isSubdomain, nameEqual, nextLabel } from '../../wire/name.ts';
 import { Result, addTyped, signaturesFor, type Elem, type Zone } from './zone.ts';
 
 /** Sections and outcome of a lookup. */
@@ -131,7 +131,7 @@ function additionalProcessing(z: Zone, answer: readonly ResourceRecord[], dnssec
       default: continue;
     }
     if (name === '' || !isSubdomain(name, z.origin)) continue;
-    const target = name.toLowerCase();
+    const target = asciiLower(name);
     if (seen?.has(target) === true) continue;
     (seen ??= new Set()).add(target);
     const e = z.search(target);
