@@ -260,7 +260,13 @@ test('master files: directives, owners, TTLs, parentheses, comments, quoting', (
     ['$INCLUDE loop.db\n', `${join(tmp, 'loop.db')}: dns: too deeply nested $INCLUDE: "loop.db" at line: 1:16`],
     ['k 1 IPSECKEY 10 1 2 192.0.2.38 AQNR\nwww 1 A 192.0.2.1\n', 'db: dns: garbage after rdata: "www" at line: 2:4'],
     ['k 1 IPSECKEY 10 1 2 192.0.2.38 AQNR\n\nwww 1 A 192.0.2.1\n', ['k.example.org. 1 IPSECKEY \\# 10 0a0102c0000226010351', 'www.example.org. 1 A 192.0.2.1']],
-    ['$GENERATE 1-2 a$ A 192.0.2.$\n', 'db: dns: $GENERATE directive not supported by nodens: "$GENERATE" at line: 1:10'],
+    ['$TTL 5\n$GENERATE 1-2 a$ A 192.0.2.$\n', ['a1.example.org. 3600 A 192.0.2.1', 'a2.example.org. 3600 A 192.0.2.2']],
+    ['$GENERATE 8-16/8 h${2,3,x}.${-8,2,X} 5 IN TXT "$$\\$"\n', ['h00a.00.example.org. 5 TXT "$$"', 'h012.08.example.org. 5 TXT "$$"']],
+    ['$GENERATE 5-1 a$ A 1.2.3.$\n', 'db: dns: bad range in $GENERATE range: "5-1" at line: 1:14'],
+    ['$GENERATE 1-2/0 a$ A 1.2.3.$\n', 'db: dns: bad step in $GENERATE range: "1-2/0" at line: 1:16'],
+    ['$GENERATE 1-2 a${1,2,z} A 1.2.3.4\n', 'db: dns: bad base in $GENERATE: "${1,2,z}" at line: 1:16'],
+    ['$GENERATE 1-2 a${1 A 1.2.3.4\n', 'db: dns: bad modifier in $GENERATE: "${1 A 1.2.3.4" at line: 1:16'],
+    ['$GENERATE 1-2 a${-2} A 1.2.3.4\n', 'db: dns: bad offset in $GENERATE: "${-2}" at line: 1:16'],
   ];
   for (const [text, want] of rows) {
     const file = text.startsWith('$INCLUDE') ? main : 'db';

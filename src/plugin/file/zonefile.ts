@@ -1,5 +1,5 @@
 // RFC 1035 master files as miekg/dns's ZoneParser reads them for CoreDNS: `$ORIGIN`, `$TTL`, `$INCLUDE`
-// (relative to the including file, at most 7 deep), `@`, relative names, owners carried over from the
+// (relative to the including file, at most 7 deep), `$GENERATE`, `@`, relative names, owners carried over from the
 // previous record by a leading blank, TTL and class in either order, parentheses across lines, `;`
 // comments, quoted strings. The TTL of a record without one is the `$TTL`, else the last explicit TTL
 // (miekg's states: right after an owner a type without any TTL known is an error, "missing TTL with no
@@ -201,6 +201,108 @@ interface State {
   owner: string;
   /** The TTL of the previous record (what a record gets before any TTL was seen: 0 at first). */
   lastTtl: number;
+  /** Inside the lines of a `$GENERATE`. */
+  noGenerate?: boolean;
+}
+
+/** Go's fmt %d/%o/%x/%X with an optional zero-padded width. */
+function formatInt(v: number, base: string, width: number): string {
+  const neg = v < 0;
+  let digits = Math.abs(v).toString(base === 'd' ? 10 : base === 'o' ? 8 : 16);
+  if (base === 'X') digits = digits.toUpperCase();
+  const w = neg ? width - 1 : width;
+  if (digits.length < w) digits = '0'.repeat(w - digits.length) + digits;
+  return (neg ? '-' : '') + digits;
+}
+
+/** The `{offset,width,base}` modifier of a `$GENERATE` substitution, or miekg's error text. */
+function generateModifier(m: string): { offset: number; width: number; base: string } | string {
+  const parts = m.split(',');
+  if (parts.length > 3) return 'bad modifier in $GENERATE';
+  const [offStr, widthStr = '0', base = 'd'] = parts;
+  if (!['o', 'd', 'x', 'X'].includes(base)) return 'bad base in $GENERATE';
+  if (!/^[+-]?\d+$/.test(offStr!)) return 'bad offset in $GENERATE';
+  if (!/^\+?\d+$/.test(widthStr) || Number(widthStr) > 255) return 'bad width in $GENERATE';
+  return { offset: Number(offStr), width: Number(widthStr), base };
+}
+
+/**
+ * The lines a `$GENERATE start-stop[/step] TEMPLATE` stands for (miekg's generateReader): `$` is the
+ * counter, `${offset[,width[,base]]}` a formatted one, `$$` and `\$` a dollar sign.
+ */
+function generate(file: string, range: Token, template: string): string {
+  const err = (what: string): ZoneParseError => new ZoneParseError(file, what, range.text, range.line, range.col);
+  let token = range.text;
+  let step = 1;
+  const slash = token.indexOf('/');
+  if (slash >= 0) {
+    const st = token.slice(slash + 1);
+    if (!/^[+-]?\d+$/.test(st) || Number(st) <= 0) throw err('bad step in $GENERATE range');
+    step = Number(st);
+    token = token.slice(0, slash);
+  }
+  const dash = token.indexOf('-');
+  if (dash < 0) throw err('bad start-stop in $GENERATE range');
+  const startStr = token.slice(0, dash);
+  const endStr = token.slice(dash + 1);
+  if (!/^[+-]?\d+$/.test(startStr)) throw err('bad start in $GENERATE range');
+  if (!/^[+-]?\d+$/.test(endStr)) throw err('bad stop in $GENERATE range');
+  const start = Number(startStr);
+  const end = Number(endStr);
+  if (end < 0 || start < 0 || end < start || Math.floor((end - start) / step) > 65535) throw err('bad range in $GENERATE range');
+  let out = '';
+  for (let cur = start; cur <= end; cur += step) {
+    let escape = false;
+    for (let si = 0; si < template.length; si++) {
+      const c = template[si]!;
+      if (c === '\\') {
+        if (escape) {
+          escape = false;
+          out += '\\';
+        } else escape = true;
+        continue;
+      }
+      if (c === '$') {
+        if (escape) {
+          escape = false;
+          out += '$';
+          continue;
+        }
+        if (si === template.length - 1) {
+          out += String(cur);
+          continue;
+        }
+        if (template[si + 1] === '$') {
+          si++;
+          out += '$';
+          continue;
+        }
+        let mod = { offset: 0, width: 0, base: 'd' };
+        if (template[si + 1] === '{') {
+          // miekg reports these at the substitution, counted from the blank after the range
+          const at = (what: string, to: number): ZoneParseError =>
+            new ZoneParseError(file, what, template.slice(si, to), range.line, range.col + si + 1);
+          const close = template.indexOf('}', si + 2);
+          if (close < 0) throw at('bad modifier in $GENERATE', template.length);
+          const m = generateModifier(template.slice(si + 2, close));
+          if (typeof m === 'string') throw at(m, close + 1);
+          if (start + m.offset < 0 || end + m.offset > 2147483647) throw at('bad offset in $GENERATE', close + 1);
+          mod = m;
+          si = close;
+        }
+        out += formatInt(cur + mod.offset, mod.base, mod.width);
+        continue;
+      }
+      if (escape) {
+        // miekg drops the character after a backslash that escapes neither `\` nor `$`
+        escape = false;
+        continue;
+      }
+      out += c;
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 /**
@@ -263,7 +365,13 @@ function parseInto(text: string, file: string, st: State, depth: number, onRecor
         continue;
       }
       if (dir === '$GENERATE') {
-        throw new ZoneParseError(file, '$GENERATE directive not supported by nodens', first.text, first.line, first.col);
+        if (st.noGenerate === true) throw new ZoneParseError(file, 'nested $GENERATE directive not allowed', first.text, first.line, first.col);
+        const range = toks[1];
+        if (range === undefined) throw new ZoneParseError(file, 'not a TTL', first.text, first.line, first.col);
+        const text = generate(file, range, toks.slice(2).map((t) => t.text).join(' '));
+        // miekg parses the generated lines on their own: the current origin, a default TTL of 3600
+        parseInto(text, file, { origin: st.origin, ttl: { value: 3600, directive: false }, owner: '', lastTtl: 0, noGenerate: true }, depth, onRecord);
+        continue;
       }
       const o = toAbsolute(first.text, st.origin);
       if (o === undefined) throw new ZoneParseError(file, 'bad owner name', first.text, first.line, first.col);
