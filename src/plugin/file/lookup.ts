@@ -182,7 +182,7 @@ export function lookup(z: Zone, q: LookupQuery): LookupAnswer | Promise<LookupAn
     elem = z.search(parts);
     found = elem !== undefined;
     if (elem === undefined) {
-      const wildcard = asteriskLabel(parts);
+      const wildcard = z.mayHaveWildcards ? asteriskLabel(parts) : undefined;
       if (wildcard !== undefined) {
         const wild = z.search(wildcard);
         if (wild !== undefined) {

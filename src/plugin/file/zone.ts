@@ -11,8 +11,8 @@ import { asciiLower, countLabels, fqdn, isSubdomain, nextLabel } from '../../wir
 export class Elem {
   /** Owner name: lower-case, fully qualified, escapes as the wire decoder writes them. */
   readonly name: string;
-  /** Canonical sort key: the labels right to left, each as lower-cased bytes. */
-  readonly key: Uint8Array[];
+  /** Canonical sort key (see canonicalKey): plain string order is DNSSEC canonical order. */
+  readonly key: string;
   readonly types = new Map<number, ResourceRecord[]>();
 
   constructor(name: string) {
@@ -50,52 +50,54 @@ export function signaturesFor(sigs: readonly ResourceRecord[] | undefined, type:
   return out;
 }
 
-/** The bytes of one presentation label (`\DDD` and `\X` decoded), ASCII lower-cased. */
-function labelBytes(s: string, from: number, to: number): Uint8Array {
-  const out: number[] = [];
-  for (let i = from; i < to; i++) {
-    let c = s.charCodeAt(i);
-    if (c === 92 && i + 1 < to) {
-      const d = s.slice(i + 1, i + 4);
-      if (/^\d{3}$/.test(d)) {
-        c = Number(d) & 255;
-        i += 3;
-      } else {
-        c = s.charCodeAt(++i);
-      }
-    }
-    if (c >= 65 && c <= 90) c |= 0x20;
-    if (c > 255) {
-      for (const b of Buffer.from(String.fromCharCode(c), 'utf8')) out.push(b);
-    } else out.push(c);
-  }
-  return Uint8Array.from(out);
-}
-
-/** A name's canonical sort key: its labels from the right, as lower-cased bytes. */
-export function canonicalKey(name: string): Uint8Array[] {
+/**
+ * A name's canonical sort key: its labels from the right, each byte (escapes decoded, ASCII
+ * lower-cased) as the character `byte + 1`, labels separated by `\0`. Comparing keys as strings is
+ * comparing names in DNSSEC canonical order (RFC 4034 6.1): a shorter label, and a name with fewer
+ * labels, sort first.
+ */
+export function canonicalKey(name: string): string {
   const n = fqdn(name);
-  const labels: Uint8Array[] = [];
-  if (n === '.') return labels;
-  for (let begin = 0; begin < n.length;) {
-    const end = nextLabel(n, begin);
-    labels.push(labelBytes(n, begin, end - 1));
-    begin = end;
+  if (n === '.') return '';
+  let key = '';
+  let end = n.length - 1;
+  // labels right to left: find each label's start
+  while (end > 0) {
+    let begin = end;
+    while (begin > 0) {
+      const c = n.charCodeAt(begin - 1);
+      if (c === 46) {
+        let j = begin - 2;
+        while (j >= 0 && n.charCodeAt(j) === 92) j--;
+        if (((begin - 2 - j) & 1) === 0) break; // an unescaped dot
+      }
+      begin--;
+    }
+    if (key !== '') key += '\0';
+    for (let i = begin; i < end; i++) {
+      let c = n.charCodeAt(i);
+      if (c === 92 && i + 1 < end) {
+        const d1 = n.charCodeAt(i + 1) - 48;
+        const d2 = n.charCodeAt(i + 2) - 48;
+        const d3 = n.charCodeAt(i + 3) - 48;
+        if (i + 3 < end && d1 >= 0 && d1 <= 9 && d2 >= 0 && d2 <= 9 && d3 >= 0 && d3 <= 9) {
+          c = (d1 * 100 + d2 * 10 + d3) & 255;
+          i += 3;
+        } else {
+          c = n.charCodeAt(++i);
+        }
+      }
+      if (c >= 65 && c <= 90) c |= 0x20;
+      key += String.fromCharCode(c + 1);
+    }
+    end = begin - 1;
   }
-  return labels.reverse();
+  return key;
 }
 
-/** <0, 0, >0 as `a` sorts before, with, after `b` in canonical order. */
-export function compareKeys(a: readonly Uint8Array[], b: readonly Uint8Array[]): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a[i]!;
-    const y = b[i]!;
-    const m = Math.min(x.length, y.length);
-    for (let j = 0; j < m; j++) if (x[j] !== y[j]) return x[j]! - y[j]!;
-    if (x.length !== y.length) return x.length - y.length;
-  }
-  return a.length - b.length;
+/** <0, 0, >0 as the name of key `a` sorts before, with, after that of key `b` in canonical order. */
+export function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 const SPECIAL = new Set([0x2e, 0x20, 0x27, 0x40, 0x3b, 0x28, 0x29, 0x22, 0x5c]);
@@ -158,12 +160,20 @@ export class Zone {
   /** Set by a secondary whose zone expired: the zone answers SERVFAIL. */
   expired = false;
   private readonly byName = new Map<string, Elem>();
-  /** Every Elem in canonical order. */
-  private readonly sorted: Elem[] = [];
+  /** Every Elem, in canonical order unless `unsorted` (names added since the last ordered use). */
+  private sorted: Elem[] = [];
+  private unsorted = false;
+  /** Names with a `*` label ever added: without any, wildcard searches are skipped. */
+  private wildcards = 0;
 
   constructor(origin: string) {
     this.origin = asciiLower(fqdn(origin));
     this.originLabels = countLabels(this.origin);
+  }
+
+  /** False when no name of the zone has a `*` label (so no wildcard, nor anything below one, exists). */
+  get mayHaveWildcards(): boolean {
+    return this.wildcards > 0;
   }
 
   /** Number of owner names outside the apex records. */
@@ -235,8 +245,11 @@ export class Zone {
     if (e === undefined) {
       e = new Elem(key);
       this.byName.set(key, e);
-      const at = this.lowerBound(e.key);
-      this.sorted.splice(at, 0, e);
+      if (key.startsWith('*.') || key.includes('.*.')) this.wildcards++;
+      // a name after the last keeps the order; anything else is sorted once, when order is next needed
+      const last = this.sorted[this.sorted.length - 1];
+      if (last !== undefined && last.key > e.key) this.unsorted = true;
+      this.sorted.push(e);
     }
     const rrs = e.types.get(rr.type);
     if (rrs === undefined) e.types.set(rr.type, [rr]);
@@ -251,8 +264,17 @@ export class Zone {
     e.types.delete(rr.type);
     if (e.types.size > 0) return;
     this.byName.delete(key);
-    const at = this.lowerBound(e.key);
-    if (this.sorted[at] === e) this.sorted.splice(at, 1);
+    const at = this.sorted.indexOf(e);
+    if (at >= 0) this.sorted.splice(at, 1);
+  }
+
+  /** The names in canonical order (sorting what was added out of order). */
+  private ordered(): Elem[] {
+    if (this.unsorted) {
+      this.sorted.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+      this.unsorted = false;
+    }
+    return this.sorted;
   }
 
   /** The records of `name` (lower-case, as a query name is), undefined when the name holds none. */
@@ -262,13 +284,13 @@ export class Zone {
     return this.byName.get(asciiLower(name));
   }
 
-  /** Index of the first Elem not sorting before `key`. */
-  private lowerBound(key: readonly Uint8Array[]): number {
+  /** Index in `sorted` of the first Elem not sorting before `key`. */
+  private lowerBound(sorted: readonly Elem[], key: string): number {
     let lo = 0;
-    let hi = this.sorted.length;
+    let hi = sorted.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (compareKeys(this.sorted[mid]!.key, key) < 0) lo = mid + 1;
+      if (sorted[mid]!.key < key) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -278,15 +300,17 @@ export class Zone {
   prev(name: string): Elem | undefined {
     const e = this.search(name);
     if (e !== undefined) return e;
-    const at = this.lowerBound(canonicalKey(name));
-    return at > 0 ? this.sorted[at - 1] : undefined;
+    const sorted = this.ordered();
+    const at = this.lowerBound(sorted, canonicalKey(name));
+    return at > 0 ? sorted[at - 1] : undefined;
   }
 
   /** The smallest name equal to or after `name` in canonical order. */
   next(name: string): Elem | undefined {
     const e = this.search(name);
     if (e !== undefined) return e;
-    return this.sorted[this.lowerBound(canonicalKey(name))];
+    const sorted = this.ordered();
+    return sorted[this.lowerBound(sorted, canonicalKey(name))];
   }
 
   /**
@@ -294,7 +318,8 @@ export class Zone {
    * a name that exists itself answers false, whatever lies below it).
    */
   hasDescendant(name: string): boolean {
-    const x = this.sorted[this.lowerBound(canonicalKey(name))];
+    const sorted = this.ordered();
+    const x = sorted[this.lowerBound(sorted, canonicalKey(name))];
     return x !== undefined && x.name !== asciiLower(name) && isSubdomain(x.name, name);
   }
 
@@ -306,7 +331,7 @@ export class Zone {
 
   /** Every name's records in canonical order (the apex records excluded). */
   *elems(): IterableIterator<Elem> {
-    yield* this.sorted;
+    yield* this.ordered();
   }
 
   /** The A and AAAA records (and their RRSIGs with `dnssecOk`) of the in-bailiwick targets of `nsrrs`. */
