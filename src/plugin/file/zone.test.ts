@@ -212,6 +212,10 @@ test('zone store: canonical order, prev/next, descendants, insert/delete, apex, 
   assert.equal(z.search('new.example.org.'), undefined);
   assert.throws(() => { z.insert({ name: 'x.example.org.', type: RRType.NSEC3PARAM, class: 1, ttl: 5, data: { hashAlgorithm: 1, flags: 0, iterations: 0, salt: new Uint8Array() } }); },
     /^Error: NSEC3 zone is not supported, dropping RR: x\.example\.org\. for zone: example\.org\.$/);
+  assert.ok(z.mayHaveWildcards);
+  const plain = zoneFromText('$TTL 1\n@ SOA ns h 1 2 3 4 5\nb.a A 192.0.2.1\n', 'example.org.', 'db');
+  assert.ok(!plain.mayHaveWildcards);
+  assert.ok(plain.hasDescendant('a.example.org.'));
   assert.equal(canonicalEscape('has\\046dot.example.'), 'has\\.dot.example.');
   assert.equal(canonicalEscape('a\\065b.example.'), 'aAb.example.');
   assert.ok(compareKeys(canonicalKey('a.example.'), canonicalKey('Z.a.example.')) < 0);
