@@ -59,6 +59,7 @@ class Block implements BlockConfig {
   listenHosts: string[] = [''];
   debug = false;
   stacktrace = false;
+  root = '';
   readTimeoutMs?: number;
   writeTimeoutMs?: number;
   idleTimeoutMs?: number;

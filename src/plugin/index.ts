@@ -14,6 +14,7 @@ import { plugin as geoip } from './geoip/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as dnssec } from './dnssec/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
+import { plugin as file } from './file/setup.ts';
 import { plugin as forward } from './forward/setup.ts';
 import { plugin as health } from './health/setup.ts';
 import { plugin as hosts } from './hosts/setup.ts';
@@ -27,6 +28,7 @@ import { plugin as minimal } from './minimal/setup.ts';
 import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
+import { plugin as root } from './root/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
 import { plugin as shed } from './shed/setup.ts';
@@ -54,6 +56,7 @@ export const builtinPlugins: PluginDefinition[] = [
   dns64,
   dnssec,
   errors,
+  file,
   forward,
   health,
   hosts,
@@ -68,6 +71,7 @@ export const builtinPlugins: PluginDefinition[] = [
   ready,
   reload,
   rewrite,
+  root,
   siit,
   shed,
   view,

@@ -89,6 +89,8 @@ export interface BlockConfig {
   debug: boolean;
   /** Set by `errors { stacktrace }`. */
   stacktrace: boolean;
+  /** Set by `root`: the directory relative file paths (file, auto) are resolved against; '' by default. */
+  root: string;
   /** Set by `timeouts { read }`: time for a connection's first query (ms); unset: the server's default (3 s). */
   readTimeoutMs?: number;
   /** Set by `timeouts { write }`: time for a reply to leave (ms); unset: the server's default (5 s). */

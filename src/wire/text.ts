@@ -648,7 +648,8 @@ function parseSvcParams(toks: Tok[]): SvcParam[] {
     }
     params.push({ key: code, value });
   }
-  return params;
+  // miekg keeps (and packs) the parameters in ascending key order, whatever the text's order
+  return params.sort((a, b) => a.key - b.key);
 }
 
 /** Like unescapeBytes but an unescaped comma yields -1 (alpn list separator). */
@@ -899,8 +900,238 @@ function parseRdata(type: number, r: Tok[], origin: string): RData {
       if (r[2] === undefined) throw parseErr('URI needs a target');
       return { raw: Uint8Array.from([p >> 8, p & 255, w >> 8, w & 255, ...unescapeBytes(r[2].t)]) };
     }
+    case 37: { // CERT
+      const ct = certType(r[0]?.t ?? '');
+      const tag = num(r[1], 65535, 'CERT KeyTag');
+      const alg = algorithmNumber(r[2]?.t ?? '');
+      return { raw: Uint8Array.from([ct >> 8, ct & 255, tag >> 8, tag & 255, alg, ...fromBase64(rest(r, 3))]) };
+    }
+    case 49: case 61: // DHCID OPENPGPKEY
+      return { raw: fromBase64(rest(r, 0)) };
+    case 108: case 109: { // EUI48 EUI64
+      const n = type === 108 ? 6 : 8;
+      const parts = (r[0]?.t ?? '').split('-');
+      if (r.length !== 1 || parts.length !== n || !parts.every((x) => /^[0-9a-fA-F]{2}$/.test(x))) {
+        throw parseErr(`bad ${typeToString(type)} Address`);
+      }
+      return { raw: Uint8Array.from(parts.map((x) => parseInt(x, 16))) };
+    }
+    case 62: { // CSYNC
+      const serial = num(r[0], 0xffffffff, 'CSYNC serial');
+      const flags = num(r[1], 65535, 'CSYNC flags');
+      return { raw: Uint8Array.from([serial >>> 24, (serial >>> 16) & 255, (serial >>> 8) & 255, serial & 255, flags >> 8, flags & 255, ...typeBitmap(r.slice(2).map((t) => typeOrThrow(t.t)))]) };
+    }
+    case 63: { // ZONEMD
+      const serial = num(r[0], 0xffffffff, 'ZONEMD Serial');
+      return { raw: Uint8Array.from([serial >>> 24, (serial >>> 16) & 255, (serial >>> 8) & 255, serial & 255, num(r[1], 255, 'ZONEMD Scheme'), num(r[2], 255, 'ZONEMD Hash Algorithm'), ...fromHex(rest(r, 3))]) };
+    }
+    case 104: case 106: { // NID L64
+      const pref = num(r[0], 65535, 'preference');
+      const groups = (r[1]?.t ?? '').split(':');
+      if (r.length !== 2 || groups.length !== 4 || !groups.every((g) => /^[0-9a-fA-F]{1,4}$/.test(g))) throw parseErr(`bad ${typeToString(type)} Locator`);
+      const out = [pref >> 8, pref & 255];
+      for (const g of groups) { const v = parseInt(g, 16); out.push(v >> 8, v & 255); }
+      return { raw: Uint8Array.from(out) };
+    }
+    case 105: { // L32
+      const pref = num(r[0], 65535, 'preference');
+      const v4 = parseIPv4(r[1]?.t ?? '');
+      if (v4 < 0 || r.length !== 2) throw parseErr('bad L32 Locator');
+      return { raw: Uint8Array.from([pref >> 8, pref & 255, v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255]) };
+    }
+    case 107: { // LP
+      const pref = num(r[0], 65535, 'preference');
+      return { raw: Uint8Array.from([pref >> 8, pref & 255, ...wireNameBytes(nm(1))]) };
+    }
+    case 26: { // PX
+      const pref = num(r[0], 65535, 'preference');
+      return { raw: Uint8Array.from([pref >> 8, pref & 255, ...wireNameBytes(nm(1)), ...wireNameBytes(nm(2))]) };
+    }
+    case 58: // TALINK
+      return { raw: Uint8Array.from([...wireNameBytes(nm(0)), ...wireNameBytes(nm(1))]) };
+    case 19: case 20: case 27: { // X25 ISDN GPOS: character-strings
+      const n = type === 27 ? [3, 3] : type === 20 ? [1, 2] : [1, 1];
+      if (r.length < n[0] || r.length > n[1]) throw parseErr(`bad ${typeToString(type)} fields`);
+      const out: number[] = [];
+      for (const t of r) {
+        const b = unescapeBytes(t.t);
+        if (b.length > 255) throw parseErr('string too long');
+        out.push(b.length, ...b);
+      }
+      return { raw: Uint8Array.from(out) };
+    }
+    case 45: { // IPSECKEY
+      const prec = num(r[0], 255, 'IPSECKEY value');
+      const gt = num(r[1], 255, 'IPSECKEY value');
+      const alg = num(r[2], 255, 'IPSECKEY value');
+      const gw = gatewayBytes(gt, r[3]?.t ?? '', origin);
+      return { raw: Uint8Array.from([prec, gt, alg, ...gw, ...fromBase64(rest(r, 4))]) };
+    }
+    case 260: { // AMTRELAY
+      const prec = num(r[0], 255, 'AMTRELAY value');
+      const d = num(r[1], 1, 'AMTRELAY value');
+      const gt = num(r[2], 127, 'AMTRELAY value');
+      // miekg packs the gateway only when the discovery bit is clear (it switches on the combined byte)
+      const gw = d === 1 ? [] : gatewayBytes(gt, r[3]?.t ?? '', origin);
+      if (r.length !== (gt === 0 ? 3 : 4) && !(gt === 0 && r.length === 4 && r[3].t === '.')) throw parseErr('bad AMTRELAY gateway');
+      return { raw: Uint8Array.from([prec, (d << 7) | gt, ...gw]) };
+    }
+    case 42: { // APL
+      const out: number[] = [];
+      for (const t of r) out.push(...aplItem(t.t));
+      return { raw: Uint8Array.from(out) };
+    }
+    case 55: { // HIP
+      const alg = num(r[0], 255, 'HIP PublicKeyAlgorithm');
+      const hit = fromHex(r[1]?.t ?? '');
+      const pk = fromBase64(r[2]?.t ?? '');
+      if (hit.length === 0 || hit.length > 255 || pk.length === 0) throw parseErr('bad HIP Hit');
+      const servers: number[] = [];
+      for (let k = 3; k < r.length; k++) servers.push(...wireNameBytes(completeName(r[k].t, origin)));
+      return { raw: Uint8Array.from([hit.length, alg, pk.length >> 8, pk.length & 255, ...hit, ...pk, ...servers]) };
+    }
+    case 29: // LOC
+      return { raw: locBytes(r.map((t) => t.t)) };
   }
   throw parseErr(`no text syntax for type ${typeToString(type)}; use \\# generic syntax`);
+}
+
+/** RFC 4034 type bitmap of `types`. */
+function typeBitmap(types: number[]): number[] {
+  const sorted = [...new Set(types)].sort((a, b) => a - b);
+  const out: number[] = [];
+  let i = 0;
+  while (i < sorted.length) {
+    const win = sorted[i] >> 8;
+    const bits = new Array<number>(32).fill(0);
+    let len = 0;
+    while (i < sorted.length && sorted[i] >> 8 === win) {
+      const low = sorted[i] & 255;
+      bits[low >> 3] |= 0x80 >> (low & 7);
+      len = (low >> 3) + 1;
+      i++;
+    }
+    out.push(win, len, ...bits.slice(0, len));
+  }
+  return out;
+}
+
+const CERT_TYPES: Record<string, number> = { PKIX: 1, SPKI: 2, PGP: 3, IPKIX: 4, ISPKI: 5, IPGP: 6, ACPKIX: 7, IACPKIX: 8, URI: 253, OID: 254 };
+
+function certType(s: string): number {
+  const v = CERT_TYPES[s.toUpperCase()];
+  if (v !== undefined) return v;
+  if (!/^\d+$/.test(s) || Number(s) > 65535) throw parseErr('bad CERT Type');
+  return Number(s);
+}
+
+const ALGORITHMS: Record<string, number> = {
+  RSAMD5: 1, DH: 2, DSA: 3, RSASHA1: 5, 'DSA-NSEC3-SHA1': 6, 'RSASHA1-NSEC3-SHA1': 7, RSASHA256: 8, RSASHA512: 10,
+  'ECC-GOST': 12, ECDSAP256SHA256: 13, ECDSAP384SHA384: 14, ED25519: 15, ED448: 16, INDIRECT: 252, PRIVATEDNS: 253, PRIVATEOID: 254,
+};
+
+function algorithmNumber(s: string): number {
+  const v = ALGORITHMS[s.toUpperCase()];
+  if (v !== undefined) return v;
+  if (!/^\d+$/.test(s) || Number(s) > 255) throw parseErr('bad CERT Algorithm');
+  return Number(s);
+}
+
+/** The gateway field of IPSECKEY/AMTRELAY for gateway type `gt`. */
+function gatewayBytes(gt: number, s: string, origin: string): number[] {
+  switch (gt) {
+    case 0:
+      if (s !== '' && s !== '.') throw parseErr('bad gateway');
+      return [];
+    case 1: {
+      const v4 = parseIPv4(s);
+      if (v4 < 0) throw parseErr('bad gateway');
+      return [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255];
+    }
+    case 2: {
+      const b = parseIPv6(s);
+      if (!b) throw parseErr('bad gateway');
+      return [...b];
+    }
+    case 3:
+      return wireNameBytes(completeName(s, origin));
+  }
+  throw parseErr('bad gateway type');
+}
+
+/** One APL item `[!]family:address/prefix` (RFC 3123), address bytes with trailing zeros cut. */
+function aplItem(s: string): number[] {
+  const m = /^(!?)([12]):([^/]+)\/(\d{1,3})$/.exec(s);
+  if (m === null) throw parseErr('bad APL prefix ' + JSON.stringify(s));
+  const family = Number(m[2]);
+  const prefix = Number(m[4]);
+  let addr: number[];
+  if (family === 1) {
+    const v4 = parseIPv4(m[3]);
+    if (v4 < 0 || prefix > 32) throw parseErr('bad APL address');
+    addr = [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255];
+  } else {
+    const b = parseIPv6(m[3]);
+    if (!b || prefix > 128) throw parseErr('bad APL address');
+    addr = [...b];
+  }
+  let n = addr.length;
+  while (n > 0 && addr[n - 1] === 0) n--;
+  return [0, family, prefix, (m[1] === '!' ? 0x80 : 0) | n, ...addr.slice(0, n)];
+}
+
+/** RFC 1876 size/precision in centimetres as the 4-bit mantissa, 4-bit exponent byte. */
+function locPrecision(s: string, what: string): number {
+  const m = /^(\d+)(?:\.(\d{1,2}))?m?$/.exec(s);
+  if (m === null) throw parseErr('bad LOC ' + what);
+  let cm = Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0') || '0');
+  let e = 0;
+  while (cm >= 10 && e < 9) {
+    cm = Math.floor(cm / 10);
+    e++;
+  }
+  if (cm > 9) throw parseErr('bad LOC ' + what);
+  return (cm << 4) | e;
+}
+
+/** RFC 1876 LOC text (`d [m [s]] N|S d [m [s]] E|W alt[m] [siz [hp [vp]]]`) to wire bytes. */
+function locBytes(f: string[]): Uint8Array {
+  let i = 0;
+  const coord = (pos: string, neg: string, what: string): number => {
+    let deg = 0;
+    let min = 0;
+    let sec = 0;
+    const d = f[i++];
+    if (d === undefined || !/^\d+$/.test(d)) throw parseErr('bad LOC ' + what);
+    deg = Number(d);
+    if (f[i] !== undefined && /^\d+$/.test(f[i])) {
+      min = Number(f[i++]);
+      if (f[i] !== undefined && /^\d+(\.\d+)?$/.test(f[i])) sec = Number(f[i++]);
+    }
+    const h = (f[i++] ?? '').toUpperCase();
+    if (h !== pos && h !== neg) throw parseErr('bad LOC ' + what);
+    const ms = Math.round(((deg * 60 + min) * 60 + sec) * 1000);
+    return h === neg ? 0x80000000 - ms : 0x80000000 + ms;
+  };
+  const lat = coord('N', 'S', 'Latitude');
+  const lon = coord('E', 'W', 'Longitude');
+  const am = /^(-?\d+(?:\.\d{1,2})?)m?$/.exec(f[i++] ?? '');
+  if (am === null) throw parseErr('bad LOC Altitude');
+  const alt = Math.round(Number(am[1]) * 100) + 10000000;
+  const size = f[i] !== undefined ? locPrecision(f[i++], 'Size') : 0x12;
+  const hp = f[i] !== undefined ? locPrecision(f[i++], 'HorizPre') : 0x16;
+  const vp = f[i] !== undefined ? locPrecision(f[i++], 'VertPre') : 0x13;
+  if (i < f.length) throw parseErr('garbage after rdata: ' + JSON.stringify(f[i]));
+  const out = new Uint8Array(16);
+  const dv = new DataView(out.buffer);
+  out[0] = 0;
+  out[1] = size;
+  out[2] = hp;
+  out[3] = vp;
+  dv.setUint32(4, lat >>> 0);
+  dv.setUint32(8, lon >>> 0);
+  dv.setUint32(12, alt >>> 0);
+  return out;
 }
 
 function typeOrThrow(s: string): number {
