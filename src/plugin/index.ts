@@ -8,6 +8,7 @@ import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
+import { plugin as dnstap } from './dnstap/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
 import { plugin as errors } from './errors/setup.ts';
@@ -42,6 +43,7 @@ export const builtinPlugins: PluginDefinition[] = [
   cache,
   chaos,
   debug,
+  dnstap,
   erratic,
   dns64,
   errors,
