@@ -12,6 +12,7 @@
 // The writebuffer multiple (1 MiB units) bounds what is handed to the socket
 // and not yet sent; past it frames wait in the queue.
 
+import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import type { PluginLogger } from '../plugin.ts';
@@ -48,6 +49,7 @@ const STOP = controlFrame(CONTROL_STOP, false);
 
 /** Splits `host:port` as Go's net.SplitHostPort does, with its error texts. */
 export function splitHostPort(hp: string): { host: string; port: number } | string {
+  if (hp === '') return 'missing address';
   let host: string;
   let rest: string;
   if (hp.startsWith('[')) {
@@ -65,6 +67,7 @@ export function splitHostPort(hp: string): { host: string; port: number } | stri
     if (host.includes(':')) return `address ${hp}: too many colons in address`;
     rest = hp.slice(i + 1);
   }
+  if (rest === '') return { host, port: 0 };
   if (!/^[0-9]{1,5}$/.test(rest) || Number(rest) > 65535) return `address ${rest}: invalid port`;
   return { host, port: Number(rest) };
 }
@@ -211,7 +214,7 @@ export class DnstapOutput {
         sock.destroy();
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') reject(new Error(`dial unix ${o.endpoint}: connect: no such file or directory`));
-        else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') reject(new Error(`dial tcp: lookup ${host}: no such host`));
+        else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') reject(new Error(`dial tcp: lookup ${host}${resolverText()}: no such host`));
         else if (code !== undefined && code.startsWith('E') && !code.startsWith('ERR_')) reject(new Error(`dial ${label} ${o.endpoint}: connect: ${errnoText(e)}`));
         else reject(new Error(e.message));
       };
@@ -342,6 +345,14 @@ export class DnstapOutput {
 }
 
 const EMPTY = Buffer.alloc(0);
+
+/** Go names the name server it asked in a lookup error (` on 10.0.0.53:53`). */
+function resolverText(): string {
+  const s = dns.getServers()[0];
+  if (s === undefined) return '';
+  if (s.startsWith('[') || net.isIPv4(s.split(':')[0]!) && s.includes(':')) return ' on ' + s;
+  return ' on ' + (s.includes(':') ? `[${s}]:53` : `${s}:53`);
+}
 
 function uncork(c: net.Socket): void {
   c.uncork();

@@ -101,6 +101,7 @@ function parseTap(d: Dispenser, host: string): DnstapTap {
   if (args.length === 0) throw d.argErr();
   const endpoint = args[0]!;
   if (endpoint === 'listen') {
+    if (args.length < 2) throw d.errf('dnstap listen requires an endpoint argument');
     throw d.errf('dnstap listen (incoming sink connections) is not supported by nodens');
   }
   const t: DnstapTap = {
