@@ -355,6 +355,8 @@ export class Forward implements UpstreamControl {
       let reply: Buffer | undefined;
       let err: Error | undefined;
       const info: ExchangeInfo | undefined = tapReq !== undefined ? { local: '', proto: p } : undefined;
+      // CoreDNS sets forward/upstream before each attempt: dnstap's `extra` of the forwarder messages sees it.
+      if (tapReq !== undefined) tapReq.setMetadata(UPSTREAM_USED, proxy.addr);
       for (;;) {
         reply = undefined;
         err = undefined;
