@@ -13,7 +13,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, ROOT, freePort, startInProcess } from '../helpers/server.ts';
 import { exchange } from '../helpers/client.ts';
-import { Capture, decodeTap, dnstapRead, readFstrmFile } from '../../src/plugin/dnstap/testutil.ts';
+import { Capture, Sink, decodeTap, dnstapRead, readFstrmFile } from '../../src/plugin/dnstap/testutil.ts';
+import { CONTROL_READY, CONTROL_START, CONTROL_STOP } from '../../src/plugin/dnstap/encode.ts';
 import { encodeMessage } from '../../src/wire/encode.ts';
 import { newQuery } from '../../src/wire/message.ts';
 
@@ -131,6 +132,62 @@ test('dnstap: nodens emits what CoreDNS 1.15.0 emits (client and forwarder messa
     const text = dnstapRead(join(dir, 'nodens-full.fstrm'));
     for (const t of ['CLIENT_QUERY', 'CLIENT_RESPONSE', 'FORWARDER_QUERY', 'FORWARDER_RESPONSE']) assert.ok(text.includes(`type: ${t}`), t);
     assert.ok(text.includes("- 'example.org. 3600 IN AAAA 2001:db8::1'"), text);
+  } finally {
+    await up.stop();
+  }
+});
+
+/** `dnstap listen`: sinks connect to the server (unix and tcp); the same comparison. */
+async function runListenSide(bin: string, upstream: number, dir: string, side: string): Promise<{ full: Buffer[]; tcp: Buffer[]; controls: number[][] }> {
+  const sock = join(dir, `${side}-listen.sock`);
+  const tcpPort = await freePort();
+  const port = await freePort();
+  const file = join(dir, `${side}-listen.Corefile`);
+  writeFileSync(file, `.:${port} {
+  dnstap listen unix://${sock} full
+  dnstap listen tcp://127.0.0.1:${tcpPort} {
+    identity tap-listen
+  }
+  forward . 127.0.0.1:${upstream}
+}
+`);
+  const proc = spawn(bin, ['-conf', file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<void>((resolve) => { proc.once('exit', () => { resolve(); }); });
+  let full: Sink | undefined;
+  let tcp: Sink | undefined;
+  try {
+    for (let i = 0; i < 200 && !out.includes('CoreDNS-'); i++) await sleep(25);
+    assert.ok(out.includes('CoreDNS-'), `${side} did not start:\n${out}`);
+    full = await Sink.connect({ unix: sock });
+    tcp = await Sink.connect({ port: tcpPort });
+    await sleep(100);
+    for (const q of QUERIES.slice(0, 3)) await exchange(port, wireQuery(q), { tcp: q.tcp, timeoutMs: 8000 });
+    await full.waitFrames(12);
+    await tcp.waitFrames(12);
+  } finally {
+    proc.kill('SIGTERM');
+    await exited;
+  }
+  assert.ok(await full.waitClosed() && await tcp.waitClosed(), `${side}: sessions not ended`);
+  assert.ok(!/\[ERROR\]|\[WARNING\]/.test(out), `${side} logged:\n${out}`);
+  return { full: full.frames, tcp: tcp.frames, controls: [full.controls, tcp.controls] };
+}
+
+test('dnstap listen: sinks that connect get what CoreDNS 1.15.0 sends them (unix and tcp, READY/START/STOP)', { timeout: 180_000 }, async () => {
+  const reference = referenceBinary();
+  const up = await startInProcess('.:0 {\n hosts {\n  10.0.0.1 example.org\n  2001:db8::1 example.org\n }\n}\n');
+  const dir = mkdtempSync(join(tmpdir(), 'dnstap-listen-e2e-'));
+  try {
+    const ref = await runListenSide(reference, up.port, dir, 'coredns');
+    const sub = await runListenSide(BIN, up.port, dir, 'nodens');
+    assert.equal(ref.full.length, 12);
+    assert.deepEqual(normalise(sub.full, up.port), normalise(ref.full, up.port));
+    assert.deepEqual(normalise(sub.tcp, up.port), normalise(ref.tcp, up.port));
+    assert.deepEqual(sub.controls, ref.controls);
+    assert.deepEqual(sub.controls[0], [CONTROL_READY, CONTROL_START, CONTROL_STOP]);
   } finally {
     await up.stop();
   }

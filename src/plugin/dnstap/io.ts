@@ -18,7 +18,7 @@ import tls from 'node:tls';
 import type { PluginLogger } from '../plugin.ts';
 import { errnoText } from '../pkg/proxy/errors.ts';
 import {
-  CONTENT_TYPE, CONTROL_ACCEPT, CONTROL_FINISH, CONTROL_READY, CONTROL_START, CONTROL_STOP, controlFrame, readControl,
+  CONTENT_TYPE, CONTROL_ACCEPT, CONTROL_READY, CONTROL_START, CONTROL_STOP, controlFrame, readControl,
 } from './encode.ts';
 
 export type OutputProto = 'unix' | 'tcp' | 'tls';
@@ -158,7 +158,7 @@ export class DnstapOutput {
         sock.destroy();
         return;
       }
-      await this.handshake(sock);
+      await handshake(sock, this.timeoutMs, `read ${this.netLabel()} ${this.opts.endpoint}: i/o timeout`);
       if (this.closed) {
         sock.destroy();
         return;
@@ -228,52 +228,6 @@ export class DnstapOutput {
     });
   }
 
-  /** READY, wait for ACCEPT (with our content type), START. */
-  private handshake(sock: net.Socket): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let buf: Buffer = Buffer.alloc(0);
-      const done = (e?: Error): void => {
-        clearTimeout(timer);
-        sock.off('data', onData);
-        sock.off('error', onErr);
-        sock.off('close', onClose);
-        if (e !== undefined) {
-          sock.destroy();
-          reject(e);
-        } else resolve();
-      };
-      const timer = setTimeout(() => { done(new Error(`read ${this.netLabel()} ${this.opts.endpoint}: i/o timeout`)); }, this.timeoutMs);
-      const onErr = (e: Error): void => { done(new Error(errnoText(e))); };
-      const onClose = (): void => { done(new Error('EOF')); };
-      const onData = (d: Buffer): void => {
-        buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
-        let r;
-        try {
-          r = readControl(buf);
-        } catch {
-          done(new Error('decoding error'));
-          return;
-        }
-        if (r === undefined) return;
-        if (r.control.type !== CONTROL_ACCEPT) {
-          done(new Error('decoding error'));
-          return;
-        }
-        const types = r.control.contentTypes;
-        if (types.length > 0 && !types.some((t) => t.equals(CONTENT_TYPE))) {
-          done(new Error('content type mismatch'));
-          return;
-        }
-        sock.write(START);
-        done();
-      };
-      sock.on('data', onData);
-      sock.once('error', onErr);
-      sock.once('close', onClose);
-      sock.write(READY);
-    });
-  }
-
   private netLabel(): string {
     return this.opts.proto === 'unix' ? 'unix' : 'tcp';
   }
@@ -319,29 +273,81 @@ export class DnstapOutput {
     this.head = 0;
     this.conn = undefined;
     if (c === undefined || c.destroyed) return;
-    c.removeAllListeners('data');
-    await new Promise<void>((resolve) => {
-      let buf: Buffer = Buffer.alloc(0);
-      const finish = (): void => {
-        clearTimeout(timer);
-        c.destroy();
-        resolve();
-      };
-      const timer = setTimeout(finish, this.timeoutMs);
-      c.on('data', (d: Buffer) => {
-        buf = Buffer.concat([buf, d]);
-        try {
-          const r = readControl(buf);
-          if (r !== undefined && r.control.type === CONTROL_FINISH) finish();
-          else if (r !== undefined) finish();
-        } catch {
-          finish();
-        }
-      });
-      c.once('close', finish);
-      c.write(STOP);
-    });
+    await endSession(c, this.timeoutMs);
   }
+}
+
+/** The writer's side of the Frame Streams handshake: READY, wait for ACCEPT (with our content type), START. */
+export function handshake(sock: net.Socket, timeoutMs: number, timeoutText: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let buf: Buffer = Buffer.alloc(0);
+    const done = (e?: Error): void => {
+      clearTimeout(timer);
+      sock.off('data', onData);
+      sock.off('error', onErr);
+      sock.off('close', onClose);
+      if (e !== undefined) {
+        sock.destroy();
+        reject(e);
+      } else resolve();
+    };
+    const timer = setTimeout(() => { done(new Error(timeoutText)); }, timeoutMs);
+    const onErr = (e: Error): void => { done(new Error(errnoText(e))); };
+    const onClose = (): void => { done(new Error('EOF')); };
+    const onData = (d: Buffer): void => {
+      buf = buf.length === 0 ? d : Buffer.concat([buf, d]);
+      let r;
+      try {
+        r = readControl(buf);
+      } catch {
+        done(new Error('decoding error'));
+        return;
+      }
+      if (r === undefined) return;
+      if (r.control.type !== CONTROL_ACCEPT) {
+        done(new Error('decoding error'));
+        return;
+      }
+      const types = r.control.contentTypes;
+      if (types.length > 0 && !types.some((t) => t.equals(CONTENT_TYPE))) {
+        done(new Error('content type mismatch'));
+        return;
+      }
+      sock.write(START);
+      done();
+    };
+    sock.on('data', onData);
+    sock.once('error', onErr);
+    sock.once('close', onClose);
+    sock.write(READY);
+  });
+}
+
+/** Ends a session: STOP, then FINISH is awaited (`timeoutMs` at most) and the socket closed. */
+export function endSession(c: net.Socket, timeoutMs: number): Promise<void> {
+  if (c.destroyed) return Promise.resolve();
+  c.removeAllListeners('data');
+  return new Promise<void>((resolve) => {
+    let buf: Buffer = Buffer.alloc(0);
+    const finish = (): void => {
+      clearTimeout(timer);
+      c.destroy();
+      resolve();
+    };
+    const timer = setTimeout(finish, timeoutMs);
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      try {
+        // FINISH (or anything else complete) ends the wait.
+        if (readControl(buf) !== undefined) finish();
+      } catch {
+        finish();
+      }
+    });
+    c.on('error', finish);
+    c.once('close', finish);
+    c.write(STOP);
+  });
 }
 
 const EMPTY = Buffer.alloc(0);

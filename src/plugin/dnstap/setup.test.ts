@@ -7,8 +7,8 @@ import { DEFAULT_TAP_VERSION } from '../pkg/dnstap.ts';
 
 const H = hostname();
 const tap = (o: Partial<DnstapTap>): DnstapTap => ({
-  proto: 'unix', endpoint: 'dnstap.sock', full: false, writeBuffer: 1, queue: 1,
-  identity: H, version: DEFAULT_TAP_VERSION, extra: '', skipVerify: false, ...o,
+  listen: false, proto: 'unix', endpoint: 'dnstap.sock', full: false, writeBuffer: 1, queue: 1,
+  identity: H, version: DEFAULT_TAP_VERSION, extra: '', skipVerify: false, certFile: '', keyFile: '', caFile: '', ...o,
 });
 const E = 'plugin/dnstap: Corefile:';
 
@@ -57,9 +57,27 @@ test('dnstap parse (CoreDNS setup_test cases and error texts)', async () => {
     ['. {\n dnstap dnstap.sock {\n  tls a b\n }\n}', `${E}3 - Error during parsing: tls directive only valid for listeners`],
     ['. {\n dnstap tcp://h:abc\n}', `${E}2 - Error during parsing: Wrong argument count or unexpected line ending after 'tcp://h:abc'`],
     ['. {\n dnstap tls://[::1\n}', `${E}2 - Error during parsing: Wrong argument count or unexpected line ending after 'tls://[::1'`],
+    // listen (CoreDNS setup_test's listener cases)
+    ['. {\n dnstap listen tcp://127.0.0.1:6000\n}', { taps: [tap({ listen: true, proto: 'tcp', endpoint: '127.0.0.1:6000' })] }],
+    ['. {\n dnstap listen tcp://127.0.0.1:6000 full\n}', { taps: [tap({ listen: true, proto: 'tcp', endpoint: '127.0.0.1:6000', full: true })] }],
+    ['. {\n dnstap listen unix:///tmp/dnstap.sock\n}', { taps: [tap({ listen: true, endpoint: '/tmp/dnstap.sock' })] }],
+    ['. {\n dnstap listen /tmp/dnstap.sock full 2 3\n}', { taps: [tap({ listen: true, endpoint: '/tmp/dnstap.sock', full: true, writeBuffer: 2, queue: 3 })] }],
+    ['. {\n dnstap listen tls://127.0.0.1:6000 full {\n  tls /path/to/cert.pem /path/to/key.pem\n }\n}', {
+      taps: [tap({ listen: true, proto: 'tls', endpoint: '127.0.0.1:6000', full: true, certFile: '/path/to/cert.pem', keyFile: '/path/to/key.pem' })],
+    }],
+    ['. {\n dnstap listen tls://127.0.0.1:6000 {\n  tls /path/to/cert.pem /path/to/key.pem /path/to/ca.pem\n }\n}', {
+      taps: [tap({ listen: true, proto: 'tls', endpoint: '127.0.0.1:6000', certFile: '/path/to/cert.pem', keyFile: '/path/to/key.pem', caFile: '/path/to/ca.pem' })],
+    }],
+    ['. {\n dnstap listen tls://127.0.0.1:6000 {\n  tls /path/to/cert.pem /path/to/key.pem\n  skipverify\n }\n}', {
+      taps: [tap({ listen: true, proto: 'tls', endpoint: '127.0.0.1:6000', certFile: '/path/to/cert.pem', keyFile: '/path/to/key.pem', skipVerify: true })],
+    }],
+    ['. {\n dnstap tcp://remote.example.com:6000 full\n dnstap listen tcp://127.0.0.1:6001\n}', {
+      taps: [tap({ proto: 'tcp', endpoint: 'remote.example.com:6000', full: true }), tap({ listen: true, proto: 'tcp', endpoint: '127.0.0.1:6001' })],
+    }],
     ['. {\n dnstap listen\n}', `${E}2 - Error during parsing: dnstap listen requires an endpoint argument`],
-    // nodens: the listening mode is not implemented (see README).
-    ['. {\n dnstap listen tcp://127.0.0.1:6000\n}', `${E}2 - Error during parsing: dnstap listen (incoming sink connections) is not supported by nodens`],
+    ['. {\n dnstap listen tcp://127.0.0.1:6000 {\n  tls /path/to/cert.pem\n }\n}', `${E}3 - Error during parsing: tls requires cert and key file paths`],
+    ['. {\n dnstap listen /tmp/x.sock full 0\n}', `${E}2 - Error during parsing: dnstap: MultipleTcpWriteBuf must be between 1 and 1024 (MiB units): 0`],
+    ['. {\n dnstap listen tcp://h:x\n}', `${E}2 - Error during parsing: Wrong argument count or unexpected line ending after 'tcp://h:x'`],
   ]);
 });
 

@@ -4,14 +4,17 @@ import type { Dispenser } from '../../corefile/dispenser.ts';
 import { compileFormat } from '../pkg/replacer.ts';
 import { DEFAULT_TAP_VERSION } from '../pkg/dnstap.ts';
 import { Dnstap } from './dnstap.ts';
+import { DnstapListener } from './listener.ts';
 import { DnstapOutput, QUEUE_SIZE, WRITE_BUFFER_SIZE, type OutputProto } from './io.ts';
 
 /** CoreDNS's upper bounds for the two multiples. */
 export const MAX_WRITE_BUFFER = 1024;
 export const MAX_QUEUE = 4096;
 
-/** One `dnstap SOCKET [full] [WRITEBUFFER] [QUEUE] { ... }` line. */
+/** One `dnstap [listen] SOCKET [full] [WRITEBUFFER] [QUEUE] { ... }` line. */
 export interface DnstapTap {
+  /** `listen`: the receivers connect to the server (else the server connects to the receiver). */
+  listen: boolean;
   /** `unix` (a path, `unix://` or none), `tcp` (`tcp://`) or `tls` (`tls://`). */
   proto: OutputProto;
   /** The socket path, or `host:port` as Go's url.Parse gives it for tcp and tls. */
@@ -28,8 +31,12 @@ export interface DnstapTap {
   version: string;
   /** `extra` format with log placeholders and `{/metadata}`; '' when unset. */
   extra: string;
-  /** `skipverify`: TLS certificates are not verified. */
+  /** `skipverify`: TLS certificates are not verified (listen: client certificates are optional). */
   skipVerify: boolean;
+  /** listen: `tls CERT KEY [CA]` ('' when unset). */
+  certFile: string;
+  keyFile: string;
+  caFile: string;
 }
 
 /** Every `dnstap` line of the block, in order: each is one tap. */
@@ -97,16 +104,17 @@ function decodeURIComponentSafe(s: string): string | undefined {
 }
 
 function parseTap(d: Dispenser, host: string): DnstapTap {
-  const args = d.remainingArgs();
+  let args = d.remainingArgs();
   if (args.length === 0) throw d.argErr();
-  const endpoint = args[0]!;
-  if (endpoint === 'listen') {
+  const listen = args[0] === 'listen';
+  if (listen) {
     if (args.length < 2) throw d.errf('dnstap listen requires an endpoint argument');
-    throw d.errf('dnstap listen (incoming sink connections) is not supported by nodens');
+    args = args.slice(1);
   }
+  const endpoint = args[0]!;
   const t: DnstapTap = {
-    proto: 'unix', endpoint: '', full: false, writeBuffer: 1, queue: 1,
-    identity: host, version: DEFAULT_TAP_VERSION, extra: '', skipVerify: false,
+    listen, proto: 'unix', endpoint: '', full: false, writeBuffer: 1, queue: 1,
+    identity: host, version: DEFAULT_TAP_VERSION, extra: '', skipVerify: false, certFile: '', keyFile: '', caFile: '',
   };
   if (args.length >= 3) {
     const v = atoi(args[2]!);
@@ -135,8 +143,15 @@ function parseTap(d: Dispenser, host: string): DnstapTap {
       case 'skipverify':
         t.skipVerify = true;
         break;
-      case 'tls':
-        throw d.errf('tls directive only valid for listeners');
+      case 'tls': {
+        if (!listen) throw d.errf('tls directive only valid for listeners');
+        const a = d.remainingArgs();
+        if (a.length < 2) throw d.errf('tls requires cert and key file paths');
+        t.certFile = a[0]!;
+        t.keyFile = a[1]!;
+        if (a.length >= 3) t.caFile = a[2]!;
+        break;
+      }
       case 'identity':
         if (!d.nextArg()) throw d.argErr();
         t.identity = d.val();
@@ -171,10 +186,14 @@ export const plugin: PluginDefinition = {
     const { taps } = parse(c);
     const handlers: Dnstap[] = [];
     for (const t of taps) {
-      const out = new DnstapOutput({
-        proto: t.proto, endpoint: t.endpoint, queueSize: t.queue * QUEUE_SIZE,
-        writeBuffer: t.writeBuffer * WRITE_BUFFER_SIZE, skipVerify: t.skipVerify,
-      }, c.log);
+      const out = t.listen
+        ? new DnstapListener({
+          proto: t.proto, endpoint: t.endpoint, certFile: t.certFile, keyFile: t.keyFile, caFile: t.caFile, skipVerify: t.skipVerify,
+        }, c.log)
+        : new DnstapOutput({
+          proto: t.proto, endpoint: t.endpoint, queueSize: t.queue * QUEUE_SIZE,
+          writeBuffer: t.writeBuffer * WRITE_BUFFER_SIZE, skipVerify: t.skipVerify,
+        }, c.log);
       handlers.push(new Dnstap(out, t.full, t.identity, t.version, t.extra === '' ? undefined : compileFormat(t.extra)));
       c.onStartup(() => out.start());
       c.onShutdown(() => out.close());

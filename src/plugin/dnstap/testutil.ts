@@ -3,8 +3,10 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import tls from 'node:tls';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CONTENT_TYPE, CONTROL_START, CONTROL_STOP, controlFrame } from './encode.ts';
+import { CONTENT_TYPE, CONTROL_ACCEPT, CONTROL_FINISH, CONTROL_READY, CONTROL_START, CONTROL_STOP, controlFrame } from './encode.ts';
 
 /** One protobuf field: number, wire type and value (varints as numbers, bytes as Buffers, fixed32 as numbers). */
 export interface PbField {
@@ -165,5 +167,71 @@ export class Capture {
     const done = new Promise<void>((resolve) => { this.proc.once('exit', () => { resolve(); }); });
     this.proc.kill('SIGINT');
     await done;
+  }
+}
+
+/**
+ * A dnstap sink that connects to a `dnstap listen` server (the reader's side of the bidirectional
+ * handshake: ACCEPT to READY, then START, data frames, FINISH to STOP) and keeps the data frames.
+ */
+export class Sink {
+  readonly frames: Buffer[] = [];
+  readonly controls: number[] = [];
+  private buf: Buffer = Buffer.alloc(0);
+  readonly sock: net.Socket;
+  closed = false;
+
+  private constructor(sock: net.Socket) {
+    this.sock = sock;
+    sock.on('data', (d: Buffer) => { this.onData(d); });
+    sock.on('close', () => { this.closed = true; });
+    sock.on('error', () => { /* closed */ });
+  }
+
+  static async connect(where: { unix: string } | { port: number; tls?: tls.ConnectionOptions }): Promise<Sink> {
+    const sock = 'unix' in where ? net.connect({ path: where.unix })
+      : where.tls !== undefined ? tls.connect({ host: '127.0.0.1', port: where.port, ...where.tls })
+        : net.connect({ host: '127.0.0.1', port: where.port });
+    await new Promise<void>((resolve, reject) => {
+      sock.once('error', reject);
+      sock.once('tls' in where && where.tls !== undefined ? 'secureConnect' : 'connect', () => { sock.off('error', reject); resolve(); });
+    });
+    const s = new Sink(sock);
+    for (let i = 0; i < 250 && !s.controls.includes(CONTROL_START) && !s.closed; i++) await sleep(20);
+    if (!s.controls.includes(CONTROL_START)) throw new Error('no START from the server');
+    return s;
+  }
+
+  private onData(d: Buffer): void {
+    this.buf = Buffer.concat([this.buf, d]);
+    for (;;) {
+      const b = this.buf;
+      if (b.length < 4) return;
+      const len = b.readUInt32BE(0);
+      if (len === 0) {
+        if (b.length < 8) return;
+        const clen = b.readUInt32BE(4);
+        if (b.length < 8 + clen) return;
+        const type = b.readUInt32BE(8);
+        this.controls.push(type);
+        this.buf = b.subarray(8 + clen);
+        if (type === CONTROL_READY) this.sock.write(controlFrame(CONTROL_ACCEPT, true));
+        else if (type === CONTROL_STOP) this.sock.write(controlFrame(CONTROL_FINISH, false));
+        continue;
+      }
+      if (b.length < 4 + len) return;
+      this.frames.push(Buffer.from(b.subarray(4, 4 + len)));
+      this.buf = b.subarray(4 + len);
+    }
+  }
+
+  async waitFrames(n: number, ms = 5000): Promise<void> {
+    for (let t = 0; t < ms && this.frames.length < n; t += 20) await sleep(20);
+    if (this.frames.length < n) throw new Error(`${this.frames.length} of ${n} frames`);
+  }
+
+  async waitClosed(ms = 5000): Promise<boolean> {
+    for (let t = 0; t < ms && !this.closed; t += 20) await sleep(20);
+    return this.closed;
   }
 }
