@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { mkdtempSync } from 'node:fs';
+import tls from 'node:tls';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +11,7 @@ import type { PluginLogger } from '../plugin.ts';
 import { DnstapOutput, splitHostPort, type OutputOptions } from './io.ts';
 import { CONTENT_TYPE, CONTROL_ACCEPT, CONTROL_FINISH, CONTROL_READY, CONTROL_START, CONTROL_STOP, FrameEncoder, readControl } from './encode.ts';
 import { TapType } from '../pkg/dnstap.ts';
-import { Capture, decodeTap, readFstrmFile } from './testutil.ts';
+import { Capture, decodeTap, readFstrmFile, requireTool } from './testutil.ts';
 
 class Log implements PluginLogger {
   readonly lines: string[] = [];
@@ -238,4 +240,55 @@ test('output: Go texts for bad addresses and refused connections', async () => {
   await o.start();
   await o.close();
   assert.deepEqual(log.lines, [`[ERROR] No connection to dnstap endpoint: dial tcp 127.0.0.1:${port}: connect: connection refused`]);
+});
+
+test('output over TLS: the receiver\'s certificate is verified (Go\'s error text); skipverify connects anyway', async () => {
+  requireTool('openssl', 'openssl');
+  const r = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '2',
+    '-subj', '/CN=receiver', '-addext', 'subjectAltName=IP:127.0.0.1'], { cwd: dir, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const seen: number[] = [];
+  const frames: Buffer[] = [];
+  const server = tls.createServer({ cert: readFileSync(join(dir, 'c.pem')), key: readFileSync(join(dir, 'k.pem')) }, (c) => {
+    let buf: Buffer = Buffer.alloc(0);
+    c.on('error', () => { /* test end */ });
+    c.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        if (buf.length >= 4 && buf.readUInt32BE(0) !== 0) {
+          const len = buf.readUInt32BE(0);
+          if (buf.length < 4 + len) return;
+          frames.push(buf.subarray(4, 4 + len));
+          buf = buf.subarray(4 + len);
+          continue;
+        }
+        const x = readControl(buf);
+        if (x === undefined) return;
+        buf = buf.subarray(x.used);
+        seen.push(x.control.type);
+        if (x.control.type === CONTROL_READY) c.write(ctl(CONTROL_ACCEPT, CONTENT_TYPE));
+        if (x.control.type === CONTROL_STOP) c.write(ctl(CONTROL_FINISH));
+      }
+    });
+  });
+  await new Promise<void>((res) => { server.listen(0, '127.0.0.1', () => { res(); }); });
+  const port = (server.address() as net.AddressInfo).port;
+  try {
+    const log = new Log();
+    const strict = output({ proto: 'tls', endpoint: `127.0.0.1:${port}` }, log);
+    await strict.start();
+    await strict.close();
+    assert.deepEqual(log.lines, ['[ERROR] No connection to dnstap endpoint: tls: failed to verify certificate: x509: certificate signed by unknown authority']);
+    const log2 = new Log();
+    const lax = output({ proto: 'tls', endpoint: `127.0.0.1:${port}`, skipVerify: true }, log2);
+    await lax.start();
+    assert.deepEqual(log2.lines, []);
+    lax.send(frame(443));
+    for (let i = 0; i < 100 && frames.length < 1; i++) await sleep(10);
+    await lax.close();
+    assert.deepEqual(seen, [CONTROL_READY, CONTROL_START, CONTROL_STOP]);
+    assert.deepEqual(frames.map((f) => decodeTap(f).message.find((x) => x[0] === 'query_port')![1]), [443]);
+  } finally {
+    server.close();
+  }
 });

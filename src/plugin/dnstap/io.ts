@@ -43,6 +43,12 @@ export interface OutputOptions {
   errorCheckMs?: number;
 }
 
+/** OpenSSL's codes for a chain Go reports as `certificate signed by unknown authority`. */
+const UNKNOWN_AUTHORITY = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'UNABLE_TO_GET_ISSUER_CERT',
+]);
+
 const READY = controlFrame(CONTROL_READY, true);
 const START = controlFrame(CONTROL_START, true);
 const STOP = controlFrame(CONTROL_STOP, false);
@@ -216,6 +222,9 @@ export class DnstapOutput {
         if (code === 'ENOENT') reject(new Error(`dial unix ${o.endpoint}: connect: no such file or directory`));
         else if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') reject(new Error(`dial tcp: lookup ${host}${resolverText()}: no such host`));
         else if (code !== undefined && code.startsWith('E') && !code.startsWith('ERR_')) reject(new Error(`dial ${label} ${o.endpoint}: connect: ${errnoText(e)}`));
+        else if (code !== undefined && UNKNOWN_AUTHORITY.has(code)) reject(new Error('tls: failed to verify certificate: x509: certificate signed by unknown authority'));
+        else if (code === 'CERT_HAS_EXPIRED') reject(new Error('tls: failed to verify certificate: x509: certificate has expired or is not yet valid'));
+        else if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') reject(new Error(`tls: failed to verify certificate: x509: certificate is not valid for ${host}`));
         else reject(new Error(e.message));
       };
       sock.once('error', onErr);
