@@ -87,6 +87,8 @@ export class DnstapOutput {
   private conn: net.Socket | undefined;
   private dialing = false;
   private closed = false;
+  /** Bumped by close: a dial started before it must not install its connection. */
+  private generation = 0;
   /** Queued frames: queue[head..] are pending. */
   private queue: Buffer[] = [];
   private head = 0;
@@ -131,6 +133,10 @@ export class DnstapOutput {
 
   /** Start-up: dial once (an error is logged, as CoreDNS does) and start the error check. */
   async start(): Promise<void> {
+    // Also after a close: a failed reload starts the old configuration's output again.
+    this.closed = false;
+    this.dropped = 0;
+    if (this.ticker !== undefined) clearInterval(this.ticker);
     this.ticker = setInterval(() => { this.errorCheck(); }, this.errorCheckMs);
     this.ticker.unref();
     try {
@@ -158,14 +164,15 @@ export class DnstapOutput {
 
   private async dial(): Promise<void> {
     this.dialing = true;
+    const gen = this.generation;
     try {
       const sock = await this.open();
-      if (this.closed) {
+      if (this.closed || gen !== this.generation) {
         sock.destroy();
         return;
       }
       await handshake(sock, this.timeoutMs, `read ${this.netLabel()} ${this.opts.endpoint}: i/o timeout`);
-      if (this.closed) {
+      if (this.closed || gen !== this.generation) {
         sock.destroy();
         return;
       }
@@ -176,7 +183,7 @@ export class DnstapOutput {
       // Anything the receiver sends now (FINISH on its own shutdown) ends the session.
       sock.on('data', () => { sock.destroy(); });
     } finally {
-      this.dialing = false;
+      if (gen === this.generation) this.dialing = false;
     }
     this.pump();
   }
@@ -268,6 +275,8 @@ export class DnstapOutput {
   /** Shutdown: pending frames are written, then STOP; FINISH is awaited for 4 s at most. */
   async close(): Promise<void> {
     if (this.closed) return;
+    this.generation++;
+    this.dialing = false;
     if (this.ticker !== undefined) clearInterval(this.ticker);
     this.ticker = undefined;
     const c = this.conn;

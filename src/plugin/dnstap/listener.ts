@@ -88,6 +88,8 @@ export class DnstapListener {
 
   /** Start-up: listen; a failure is logged (CoreDNS: `Failed to start dnstap listener: ...`) and the server runs on. */
   async start(): Promise<void> {
+    // Also after a close: a failed reload starts the old configuration's listener again.
+    this.closed = false;
     try {
       await this.listen();
     } catch (e) {

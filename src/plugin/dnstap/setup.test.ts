@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
+import net from 'node:net';
+import { startServer } from '../../index.ts';
+import { Sink } from './testutil.ts';
 import { parse, plugin, urlHost, type DnstapTap } from './setup.ts';
 import { parseTable, runSetup } from '../pkg/testing.ts';
 import { DEFAULT_TAP_VERSION } from '../pkg/dnstap.ts';
@@ -99,4 +102,27 @@ test('dnstap setup: several lines chain in order, the last to the next plugin', 
   assert.equal(first.next.tapFull, true);
   assert.equal(first.next.next.name, 'dnstap');
   assert.equal(first.next.next.next, undefined);
+});
+
+test('dnstap listen across reloads: closed when a reload starts (the new configuration listens again), reopened when it fails', async () => {
+  const port = await new Promise<number>((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => { const p = (s.address() as net.AddressInfo).port; s.close(() => { resolve(p); }); });
+  });
+  const corefile = (extra: string): string => `.:0 {\n dnstap listen tcp://127.0.0.1:${port}\n whoami\n${extra}}\n`;
+  const lines: string[] = [];
+  const server = await startServer({ corefile: corefile(''), log: { sink: (l: string) => { lines.push(l); } } });
+  try {
+    let sink = await Sink.connect({ port });
+    assert.equal(await server.reload(corefile(' # changed\n')), undefined);
+    assert.ok(await sink.waitClosed(), 'the old listener ended its sessions');
+    sink = await Sink.connect({ port }); // the new configuration listens on the same port
+    assert.ok(sink.controls.length >= 2);
+    assert.ok((await server.reload(corefile(' nosuchdirective\n'))) instanceof Error);
+    assert.ok(await sink.waitClosed());
+    sink = await Sink.connect({ port }); // reopened by the configuration still serving
+    assert.ok(!lines.some((l) => l.includes('Failed to start dnstap listener')), lines.join('\n'));
+  } finally {
+    await server.stop();
+  }
 });

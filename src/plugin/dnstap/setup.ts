@@ -196,6 +196,10 @@ export const plugin: PluginDefinition = {
         }, c.log);
       handlers.push(new Dnstap(out, t.full, t.identity, t.version, t.extra === '' ? undefined : compileFormat(t.extra)));
       c.onStartup(() => out.start());
+      // As CoreDNS: closed when a reload starts (the new configuration may listen on the same socket);
+      // nodens also starts it again when that reload fails, and closes it on any shutdown.
+      c.onRestart(() => out.close());
+      c.onRestartFailed(() => out.start());
       c.onShutdown(() => out.close());
       c.onFinalShutdown(() => out.close());
     }
