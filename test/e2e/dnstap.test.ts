@@ -1,5 +1,5 @@
 // dnstap against the reference: the same Corefile (dnstap full to a unix socket, dnstap with `extra` to TCP,
-// forward to a local upstream) run by CoreDNS 1.15.0 and by nodens, the same queries (fixed IDs), both taps
+// forward to a local upstream, bufsize lowering the queries' EDNS size before dnstap sees them) run by CoreDNS 1.15.0 and by nodens, the same queries (fixed IDs), both taps
 // captured by fstrm_capture (fstrm-bin). The captured dnstap messages must match field by field — types,
 // fields present and in order, identity, version, extra, addresses, protocols, wire messages — with the
 // times and ephemeral ports masked. dnstap-read (bind9-dnsutils) must decode nodens's capture.
@@ -48,6 +48,7 @@ async function runSide(bin: string, upstream: number, dead: number, dir: string,
   const port = await freePort();
   const corefile = `.:${port} {
   metadata
+  bufsize 1100
   dnstap unix://${sock} full
   dnstap tcp://127.0.0.1:${tcpPort} {
     identity tap-e2e

@@ -10,6 +10,7 @@ import { Rcode } from '../../wire/constants.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { encodeWithin } from '../../wire/truncate.ts';
 import { decodeMessage } from '../../wire/decode.ts';
+import { findOptRecord } from '../../wire/scan.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { CompiledFormat } from '../pkg/replacer.ts';
@@ -72,7 +73,7 @@ export class Dnstap implements Tapper {
       type: TapType.CLIENT_QUERY, proto: req.proto,
       queryAddress: req.remoteAddress, queryPort: req.remotePort, queryTime,
     };
-    if (this.tapFull) m.queryMessage = encodeMessage(req.msg, { compress: false });
+    if (this.tapFull) m.queryMessage = queryWire(req);
     this.tapMessage(m, req);
   }
 
@@ -154,6 +155,21 @@ class TapWriter implements ResponseWriter {
     }
     this.tap.tapResponse(this.req, this.queryTime, wire);
   }
+}
+
+/**
+ * The query as CoreDNS packs it here: bufsize (before dnstap in plugin.cfg) lowered the OPT's UDP size
+ * in place there; nodens keeps that limit beside the message (`req.udpSize`), so it is patched in.
+ */
+function queryWire(req: Request): Buffer {
+  const wire = encodeMessage(req.msg, { compress: false });
+  const e = req.msg.edns;
+  const size = req.udpSize;
+  if (e !== undefined && size !== undefined && size !== e.udpSize) {
+    const at = findOptRecord(wire);
+    if (at >= 0 && wire[at] === 0) wire.writeUInt16BE(size, at + 3);
+  }
+  return wire;
 }
 
 /** The reply as the client's writer encodes it (CoreDNS packs the message the scrubbing writer changed). */
