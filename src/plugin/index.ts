@@ -9,6 +9,7 @@ import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
 import { plugin as chaos } from './chaos/setup.ts';
 import { plugin as debug } from './debug/setup.ts';
+import { plugin as dnstap } from './dnstap/setup.ts';
 import { plugin as erratic } from './erratic/setup.ts';
 import { plugin as geoip } from './geoip/setup.ts';
 import { plugin as dns64 } from './dns64/setup.ts';
@@ -51,6 +52,7 @@ export const builtinPlugins: PluginDefinition[] = [
   cache,
   chaos,
   debug,
+  dnstap,
   erratic,
   geoip,
   dns64,

@@ -17,6 +17,7 @@ import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import type { Message } from '../../wire/types.ts';
+import { TapType, isTapper, type TapMessage, type Tapper } from '../pkg/dnstap.ts';
 
 // ---- scripted upstreams -------------------------------------------------------------------------
 
@@ -641,4 +642,34 @@ test('a compressed upstream reply is written as a message (packed again without 
     assert.equal(got.kind, c ? 'msg' : 'wire');
     assert.deepEqual(got.bytes, expected, 'the uncompressed reply, with the client\'s ID');
   }
+});
+
+test('dnstap: with a Tapper in the block each attempt is tapped (FORWARDER_QUERY, FORWARDER_RESPONSE), and queries are not coalesced', async (t) => {
+  const up = await Upstream.start((q, c) => { c.send(answer(q, { addrs: ['192.0.2.20'] }), { delayMs: 30 }); });
+  const f = await forward(`. {\n forward . 127.0.0.1:1 ${up.addr} {\n  policy sequential\n  max_fails 0\n }\n}`);
+  cleanup(t, f, up);
+  const seen: { m: TapMessage; req: Request }[] = [];
+  const tapper: Tapper = {
+    name: 'dnstap', tapFull: true,
+    serveDNS: () => 0,
+    tapMessage(m, req) { seen.push({ m, req }); },
+  };
+  assert.ok(isTapper(tapper));
+  f.fwd.tappers = [tapper];
+  const os = await Promise.all([f.ask('tap.example.', { id: 7 }), f.ask('tap.example.', { id: 8 })]);
+  assert.equal(up.queries().filter((s) => s.name === 'tap.example.').length, 2, 'no coalescing while tapping');
+  const mine = seen.filter((s) => s.req === os[0]!.req).map((s) => s.m);
+  // 127.0.0.1:1 refuses (a query, no response), then the upstream answers (query and response).
+  assert.deepEqual(mine.map((m) => m.type), [TapType.FORWARDER_QUERY, TapType.FORWARDER_QUERY, TapType.FORWARDER_RESPONSE]);
+  assert.deepEqual(mine.map((m) => m.responsePort), [1, up.port, up.port]);
+  for (const m of mine) {
+    assert.equal(m.proto, 'udp');
+    assert.equal(m.responseAddress, '127.0.0.1');
+    assert.equal(m.queryAddress, '127.0.0.1', 'our end of the upstream socket');
+    assert.ok(m.queryPort! > 0);
+    assert.equal(m.queryTime, mine[0]!.queryTime, 'the time forward started');
+  }
+  assert.deepEqual(mine[1]!.queryMessage, encodeMessage(os[0]!.req.msg), 'the query as sent, with the client\'s ID');
+  assert.deepEqual(decodeMessage(mine[2]!.responseMessage!), answer(os[0]!.req.msg, { addrs: ['192.0.2.20'] }), 'the reply, with the client\'s ID');
+  assert.ok(mine[2]!.responseTime! >= mine[2]!.queryTime);
 });

@@ -16,7 +16,8 @@ import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
 import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
-import { Proxy, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
+import { Proxy, type ExchangeInfo, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
+import { TapType, tapNow, type TapMessage, type Tapper } from '../pkg/dnstap.ts';
 import { hasCompressionPointer, questionEnd, questionMatches } from '../../wire/scan.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
@@ -109,6 +110,8 @@ export class Forward implements UpstreamControl {
   private readonly log: PluginLogger | undefined;
   private started = false;
   private readonly limitMessage: string;
+  /** The block's dnstap plugins (set at start-up): each attempt is tapped as FORWARDER_QUERY/RESPONSE. */
+  tappers: Tapper[] = [];
 
   constructor(opts: ForwardOptions, to: ToEntry[], log?: PluginLogger) {
     this.opts = opts;
@@ -269,7 +272,10 @@ export class Forward implements UpstreamControl {
       let outcome: Outcome;
       let shared = false;
       // (loop) `loop/no-coalesce`: a loop probe must be forwarded on every lap, as CoreDNS would.
-      if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.value(NO_COALESCE) === undefined) {
+      // (dnstap) every query's own upstream exchanges are tapped, as CoreDNS does: no coalescing then.
+      if (this.tappers.length !== 0) {
+        outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline, req);
+      } else if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.value(NO_COALESCE) === undefined) {
         const e = msg.edns;
         const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
@@ -330,8 +336,11 @@ export class Forward implements UpstreamControl {
    * `cancelAt` is the request's deadline (the cancel plugin): as CoreDNS checks
    * `ctx.Err()`, no new attempt starts once it has passed.
    */
-  private async resolve(query: Buffer, qEnd: number, proto: 'udp' | 'tcp', bufsize: number, cancelAt: number): Promise<Outcome> {
+  private async resolve(
+    query: Buffer, qEnd: number, proto: 'udp' | 'tcp', bufsize: number, cancelAt: number, tapReq?: Request,
+  ): Promise<Outcome> {
     const o = this.opts;
+    const tapStart = tapReq !== undefined ? tapNow() : 0;
     const all = this.active;
     const n = all.length;
     if (n === 0) return { err: new Error(ErrNoHealthy) };
@@ -360,13 +369,20 @@ export class Forward implements UpstreamControl {
       let p = proto;
       let reply: Buffer | undefined;
       let err: Error | undefined;
+      const info: ExchangeInfo | undefined = tapReq !== undefined ? { local: '', proto: p } : undefined;
+      // CoreDNS sets forward/upstream before each attempt: dnstap's `extra` of the forwarder messages sees it.
+      if (tapReq !== undefined) tapReq.setMetadata(UPSTREAM_USED, proxy.addr);
       for (;;) {
         reply = undefined;
         err = undefined;
         const left = deadline - Date.now();
         const timeout = Math.max(1, Math.min(o.proxy.readTimeoutMs, left));
+        if (info !== undefined) {
+          info.local = '';
+          info.proto = p;
+        }
         try {
-          reply = await proxy.connect(query, p, bufsize, timeout);
+          reply = await proxy.connect(query, p, bufsize, timeout, info);
         } catch (e) {
           err = e instanceof Error ? e : new Error(String(e));
           if (e instanceof UpstreamError && e.cachedClosed) continue;
@@ -377,6 +393,7 @@ export class Forward implements UpstreamControl {
         }
         break;
       }
+      if (tapReq !== undefined) this.tap(tapReq, proxy, info!, query, reply, tapStart);
       if (err !== undefined || reply === undefined) {
         upstreamErr = err;
         if (o.maxFails !== 0) proxy.healthcheck();
@@ -396,5 +413,40 @@ export class Forward implements UpstreamControl {
       return { reply, proxy };
     }
     return { err: upstreamErr ?? new Error(ErrNoHealthy) };
+  }
+
+  /** CoreDNS toDnstap: one attempt, seen from here (query address: our end) to the upstream (response address). */
+  private tap(req: Request, proxy: Proxy, info: ExchangeInfo, query: Buffer, reply: Buffer | undefined, start: number): void {
+    let local = '';
+    let localPort = 0;
+    if (info.local !== '') {
+      const i = info.local.lastIndexOf(':');
+      local = info.local.slice(0, i).replace(/^\[|\]$/g, '');
+      localPort = Number(info.local.slice(i + 1));
+    }
+    for (const t of this.tappers) {
+      const q: TapMessage = {
+        type: TapType.FORWARDER_QUERY, proto: info.proto, responseAddress: proxy.host, responsePort: proxy.port, queryTime: start,
+      };
+      if (local !== '') {
+        q.queryAddress = local;
+        q.queryPort = localPort;
+      }
+      if (t.tapFull) q.queryMessage = query;
+      t.tapMessage(q, req);
+      if (reply === undefined) continue;
+      const r: TapMessage = { ...q, type: TapType.FORWARDER_RESPONSE, queryMessage: undefined, responseTime: tapNow() };
+      if (t.tapFull) r.responseMessage = repacked(reply);
+      t.tapMessage(r, req);
+    }
+  }
+}
+
+/** The upstream's reply as CoreDNS packs the message it decoded: uncompressed (the bytes as they came when undecodable). */
+function repacked(reply: Buffer): Uint8Array {
+  try {
+    return encodeMessage(decodeMessage(reply));
+  } catch {
+    return reply;
   }
 }

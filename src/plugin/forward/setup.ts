@@ -4,6 +4,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import dns from 'node:dns';
 import type { Dispenser } from '../../corefile/dispenser.ts';
+import { blockTappers } from '../pkg/dnstap.ts';
 import type { PluginDefinition, PluginLogger, SetupContext } from '../plugin.ts';
 import { normalizeHostExact, splitTransport, normalizeName } from '../../corefile/address.ts';
 import { isDomainName } from '../../wire/name.ts';
@@ -477,6 +478,8 @@ export const plugin: PluginDefinition = {
         c.addPlugin(() => { f.next = nf; return f; });
       }
       c.onStartup(() => { f.onStartup(); });
+      // CoreDNS: the block's dnstap plugins also log what forward exchanges with its upstreams.
+      c.onStartup(() => { f.tappers = blockTappers(c.config.handlers); });
       c.onShutdown(() => { f.onShutdown(); });
     }
   },

@@ -73,6 +73,11 @@ export abstract class Conn {
     return this.local;
   }
 
+  /** `ip:port` of our end ('' when unknown), for dnstap's query address. */
+  localEndpoint(): string {
+    return this.localAddr();
+  }
+
   protected netName(): string {
     return this.proto === 'udp' ? 'udp' : 'tcp';
   }

@@ -58,6 +58,14 @@ function rcodeLabel(rc: number): string {
   return s.startsWith('RCODE') ? String(rc) : s;
 }
 
+/** What one exchange used, filled in by `connect` when asked (dnstap): our end and the transport dialled. */
+export interface ExchangeInfo {
+  /** `ip:port` of the local end of the upstream socket; '' until dialled. */
+  local: string;
+  /** The transport actually dialled (a TLS upstream is `tcp`). */
+  proto: 'udp' | 'tcp';
+}
+
 export class Proxy {
   /** `ip:port` (or the DoH URL): the `to` metric label. */
   readonly addr: string;
@@ -124,7 +132,7 @@ export class Proxy {
    * Send `query` (the client's message, any ID) and return the upstream's reply with the
    * query's original ID restored. Rejects with an UpstreamError on network failure.
    */
-  async connect(query: Uint8Array, proto: 'udp' | 'tcp', bufsize: number, timeoutMs = this.opts.readTimeoutMs): Promise<Buffer> {
+  async connect(query: Uint8Array, proto: 'udp' | 'tcp', bufsize: number, timeoutMs = this.opts.readTimeoutMs, info?: ExchangeInfo): Promise<Buffer> {
     const t0 = performance.now();
     const originId = (query[0]! << 8) | query[1]!;
     const out = Buffer.from(query);
@@ -137,7 +145,7 @@ export class Proxy {
       const id = randomId();
       out[0] = id >> 8;
       out[1] = id & 0xff;
-      reply = await this.lookup(out, proto, bufsize, timeoutMs);
+      reply = await this.lookup(out, proto, bufsize, timeoutMs, info);
     }
     reply[0] = originId >> 8;
     reply[1] = originId & 0xff;
@@ -148,10 +156,14 @@ export class Proxy {
     return reply;
   }
 
-  private async lookup(out: Buffer, proto: Proto, bufsize: number, timeoutMs: number): Promise<Buffer> {
+  private async lookup(out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
     const qEnd = questionEnd(out);
     if (qEnd < 0) throw new UpstreamError('other', 'dns: bad query');
     const conn: Conn = await this.transport.dial(proto);
+    if (info !== undefined) {
+      info.local = conn.localEndpoint();
+      info.proto = conn.proto === 'udp' ? 'udp' : 'tcp';
+    }
     try {
       const reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize);
       this.transport.yield(conn);
