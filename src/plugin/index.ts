@@ -34,6 +34,8 @@ import { plugin as header } from './header/setup.ts';
 import { plugin as local } from './local/setup.ts';
 import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
+import { plugin as https } from './https/setup.ts';
+import { plugin as tls } from './tls/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -68,4 +70,6 @@ export const builtinPlugins: PluginDefinition[] = [
   local,
   nsid,
   timeouts,
+  https,
+  tls,
 ];
