@@ -4,6 +4,7 @@
 // not carry a DNS query 400, a chain that wrote nothing 500; a reply is 200 with
 // `Cache-Control: max-age=` its smallest TTL (CoreDNS's dnsutil.MinimalTTLWithMaximum).
 
+import { channel } from 'node:diagnostics_channel';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
@@ -11,7 +12,7 @@ import type tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, TCP_WRITE_TIMEOUT_MS, type ServerListener } from './listener.ts';
-import type { ServerTlsConfig } from '../plugin/plugin.ts';
+import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '../plugin/plugin.ts';
 import { plainAddress } from '../wire/ip.ts';
 import { skipName } from '../wire/scan.ts';
 import { Opcode, Rcode, RRType } from '../wire/constants.ts';
@@ -34,6 +35,8 @@ export interface HttpsListenerOptions {
   /** `https { max_streams }` (0: the HTTP/2 default); default 250. */
   maxStreams: number;
 }
+
+const httpsChannel = channel(ServeChannels.https);
 
 type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
 type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
@@ -125,20 +128,20 @@ export class DohListener implements ServerListener {
     const url = req.url ?? '';
     const q = url.indexOf('?');
     if (urlPath(q < 0 ? url : url.slice(0, q)) !== PATH) {
-      httpError(res, 404, '');
+      this.httpError(res, 404, '');
       return;
     }
     if (req.method === 'GET') {
       const wire = q < 0 ? undefined : getQuery(url.slice(q + 1));
       if (wire === undefined) {
-        httpError(res, 400, 'invalid request');
+        this.httpError(res, 400, 'invalid request');
         return;
       }
       this.serve(req, res, wire);
       return;
     }
     if (req.method !== 'POST') {
-      httpError(res, 400, 'invalid request');
+      this.httpError(res, 400, 'invalid request');
       return;
     }
     const chunks: Buffer[] = [];
@@ -156,7 +159,7 @@ export class DohListener implements ServerListener {
     });
     req.on('end', () => {
       if (tooLarge) {
-        httpError(res, 400, 'invalid request');
+        this.httpError(res, 400, 'invalid request');
         return;
       }
       this.serve(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
@@ -170,15 +173,36 @@ export class DohListener implements ServerListener {
     const p = serveHttpsMessage(this.table, wire, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0,
       plainAddress(sock.localAddress ?? ''), sock.localPort ?? 0, sink);
     if (p === false) {
-      httpError(res, 400, 'invalid request');
+      this.httpError(res, 400, 'invalid request');
       return;
     }
     if (p === undefined) {
-      reply(res, sink.wire);
+      this.reply(res, sink.wire);
       return;
     }
     this.inflight++;
-    p.then(() => { this.done(); reply(res, sink.wire); }, () => { this.done(); reply(res, sink.wire); });
+    p.then(() => { this.done(); this.reply(res, sink.wire); }, () => { this.done(); this.reply(res, sink.wire); });
+  }
+
+  private reply(res: AnyResponse, wire: Uint8Array | undefined): void {
+    if (wire === undefined) {
+      this.httpError(res, 500, 'No response');
+      return;
+    }
+    this.count(200);
+    reply(res, wire);
+  }
+
+  private httpError(res: AnyResponse, status: number, text: string): void {
+    this.count(status);
+    httpError(res, status, text);
+  }
+
+  /** coredns_dns_https_responses_total, for the prometheus plugin (free when nobody listens). */
+  private count(status: number): void {
+    if (!httpsChannel.hasSubscribers) return;
+    const ev: HttpsResponseEvent = { lineage: this.table.lineage, server: this.table.name, status };
+    httpsChannel.publish(ev);
   }
 
   private done(): void {
@@ -226,12 +250,8 @@ class CaptureSink implements ReplySink {
   send(wire: Uint8Array): void { this.wire ??= wire; }
 }
 
-function reply(res: AnyResponse, wire: Uint8Array | undefined): void {
+function reply(res: AnyResponse, wire: Uint8Array): void {
   if (res.destroyed) return;
-  if (wire === undefined) {
-    httpError(res, 500, 'No response');
-    return;
-  }
   // Go's order (HTTP/1.1: sorted; HTTP/2: Content-Length last), and no Connection/Keep-Alive headers (Go sends
   // none; keep-alive stays on).
   res.setHeader('Cache-Control', `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`);

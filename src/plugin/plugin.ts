@@ -181,7 +181,16 @@ export const ServeChannels = {
   dropped: 'nodens:serve:dropped',
   /** An exception recovered from a plugin chain ("Recovered from panic"): PanicEvent. */
   panic: 'nodens:serve:panic',
+  /** A DNS-over-HTTPS reply and its HTTP status (CoreDNS's coredns_dns_https_responses_total): HttpsResponseEvent. */
+  https: 'nodens:serve:https',
 } as const;
+
+export interface HttpsResponseEvent {
+  readonly lineage: Lineage;
+  /** The listen address, e.g. `https://:443`. */
+  readonly server: string;
+  readonly status: number;
+}
 
 export interface DroppedEvent {
   readonly lineage: Lineage;

@@ -6,7 +6,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import https from 'node:https';
 import { parse, plugin } from './setup.ts';
-import { parseTable, runSetup } from '../pkg/testing.ts';
+import { metricValue, parseTable, runSetup } from '../pkg/testing.ts';
 import { startServer, type NodensServer } from '../../index.ts';
 import { maxAge } from '../../core/doh.ts';
 import { encodeMessage } from '../../wire/encode.ts';
@@ -253,5 +253,19 @@ test('real DoH clients: kdig +https, dig +https, curl --doh-url', async () => {
     } finally {
       web.close();
     }
+  });
+});
+
+test('coredns_dns_https_responses_total counts DoH replies by status (with prometheus in the server)', async () => {
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n prometheus 127.0.0.1:0\n whoami\n}\n`, async (s) => {
+    const server = `https://127.0.0.1:0`;
+    const before = { ok: await metricValue('coredns_dns_https_responses_total', { server, status: '200' }), nf: await metricValue('coredns_dns_https_responses_total', { server, status: '404' }) };
+    const q = newQuery('example.org.', RRType.A);
+    assert.equal((await h1(`http://127.0.0.1:${s.port}/dns-query?dns=${b64(q)}`)).status, 200);
+    assert.equal((await h1(`http://127.0.0.1:${s.port}/elsewhere`)).status, 404);
+    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '200' }), before.ok + 1);
+    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '404' }), before.nf + 1);
+    // The DNS metrics see the DoH query as tcp.
+    assert.ok(await metricValue('coredns_dns_requests_total', { server, proto: 'tcp' }) >= 1);
   });
 });
