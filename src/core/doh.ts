@@ -251,39 +251,41 @@ class CaptureSink implements ReplySink {
 }
 
 function reply(res: AnyResponse, wire: Uint8Array): void {
-  if (res.destroyed) return;
-  // Go's order (HTTP/1.1: sorted; HTTP/2: Content-Length last), and no Connection/Keep-Alive headers (Go sends
-  // none; keep-alive stays on).
-  res.setHeader('Cache-Control', `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`);
-  if (res.req.httpVersionMajor === 2) {
-    res.setHeader('Content-Type', MIME);
-    res.setHeader('Content-Length', wire.length);
-  } else {
-    res.setHeader('Content-Length', wire.length);
-    res.setHeader('Content-Type', MIME);
-    res.removeHeader('Connection');
-    res.removeHeader('Keep-Alive');
-  }
-  res.statusCode = 200;
-  res.end(wire);
+  const age = `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`;
+  // Go's order (HTTP/1.1: sorted; HTTP/2: Content-Length last).
+  if (res instanceof http2.Http2ServerResponse) send2(res, 200, { 'cache-control': age, 'content-type': MIME, 'content-length': wire.length }, wire);
+  else send1(res, 200, [['Cache-Control', age], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
 }
 
 /** Go's http.Error: the text and a newline, as plain text. */
 function httpError(res: AnyResponse, status: number, text: string): void {
-  if (res.destroyed) return;
-  const body = text + '\n';
-  const h2 = res.req.httpVersionMajor === 2;
-  if (!h2) res.setHeader('Content-Length', Buffer.byteLength(body));
-  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-  res.setHeader('X-Content-Type-Options', 'nosniff');
-  if (h2) {
-    res.setHeader('Content-Length', Buffer.byteLength(body));
+  const body = Buffer.from(text + '\n');
+  if (res instanceof http2.Http2ServerResponse) {
+    send2(res, status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'content-length': body.length }, body);
   } else {
-    res.removeHeader('Connection');
-    res.removeHeader('Keep-Alive');
+    send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
   }
+}
+
+/** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send (keep-alive stays on). */
+function send1(res: http.ServerResponse, status: number, headers: Array<[string, string | number]>, body: Uint8Array): void {
+  if (res.destroyed || res.headersSent) return;
+  for (const [k, v] of headers) res.setHeader(k, v);
+  res.removeHeader('Connection');
+  res.removeHeader('Keep-Alive');
   res.statusCode = status;
   res.end(body);
+}
+
+/**
+ * HTTP/2 on the stream itself: the body and END_STREAM in one DATA frame, as Go sends them (the compatibility
+ * API adds an empty DATA frame, which simple clients such as dnsperf take for a second message).
+ */
+function send2(res: http2.Http2ServerResponse, status: number, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
+  const st = res.stream;
+  if (st.destroyed || st.headersSent) return;
+  st.respond({ ':status': status, ...headers });
+  st.end(body);
 }
 
 /** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */

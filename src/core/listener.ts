@@ -334,7 +334,11 @@ class TcpConnection implements ReplySink {
     this.socket.write(framed);
     // Write deadline: replies queued in user space (the kernel's buffers are full: the client does
     // not read) that make no progress for the write timeout close the connection, as a Go write
-    // deadline ends a blocked write. Armed only when something stays queued.
+    // deadline ends a blocked write. Armed only when something stays queued (checked after a corked batch).
+    if (this.socket.writableCorked === 0) this.checkWriteQueue();
+  }
+
+  private checkWriteQueue(): void {
     if (this.socket.writableLength > 0 && this.writeTimer === undefined) this.armWriteTimer();
   }
 
@@ -372,6 +376,18 @@ class TcpConnection implements ReplySink {
   }
 
   private drain(): void {
+    // Replies to the queries already received leave together (one write; over TLS, one record).
+    const sock = this.socket;
+    sock.cork();
+    try {
+      this.drainCorked();
+    } finally {
+      sock.uncork();
+      if (!sock.destroyed) this.checkWriteQueue();
+    }
+  }
+
+  private drainCorked(): void {
     let served = false;
     for (;;) {
       const pending = this.pending;
