@@ -13,7 +13,7 @@ import { newQuery } from '../../wire/message.ts';
 import { RRType } from '../../wire/constants.ts';
 import type { Message } from '../../wire/types.ts';
 import { testCerts } from '../../../test/helpers/certs.ts';
-import { kdig, status } from '../../../test/helpers/dig.ts';
+import { dig, kdig, status } from '../../../test/helpers/dig.ts';
 import { freePort } from '../../../test/helpers/server.ts';
 
 const C = testCerts();
@@ -285,5 +285,19 @@ test('a reload takes a new certificate without closing the listener', async () =
     // ...and back to plain TCP without tls.
     assert.equal(await s.reload(`tls://.:${port} {\n bind 127.0.0.1\n whoami\n}\n`), undefined);
     assert.equal(status(await kdig(port, '+tcp', 'example.org')), 'NOERROR');
+  });
+});
+
+test('default ports: tls:// 853, https:// 443, whatever -dns.port says', async () => {
+  const r = await runSetup(plugin, `tls://. {\n tls ${C.cert} ${C.key}\n}\nhttps://. {\n tls ${C.cert} ${C.key}\n}\n. {\n whoami\n}\n`);
+  assert.deepEqual(r.instance.bannerLines(), ['tls://.:853', 'https://.:443', '.:53']);
+});
+
+test('DoT with BIND dig +tls', async () => {
+  await withServer(`tls://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n whoami\n}\n`, async (s) => {
+    const out = await dig(s.port, '+tls', 'example.org');
+    assert.equal(status(out), 'NOERROR');
+    assert.match(out, /_tcp\.example\.org\./);
+    assert.match(out, /\(TLS\)/);
   });
 });
