@@ -269,3 +269,32 @@ test('coredns_dns_https_responses_total counts DoH replies by status (with prome
     assert.ok(await metricValue('coredns_dns_requests_total', { server, proto: 'tcp' }) >= 1);
   });
 });
+
+test('timeouts idle closes an idle DoH connection (HTTP/2 and HTTP/1.1)', async () => {
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n timeouts {\n  idle 1s\n }\n whoami\n}\n`, async (s) => {
+    const session = http2.connect(`https://localhost:${s.port}`, { ca: readFileSync(C.ca) });
+    const q = newQuery('example.org.', RRType.A);
+    assert.equal((await h2(session, { ':path': `/dns-query?dns=${b64(q)}` })).status, 200);
+    const t0 = Date.now();
+    await new Promise<void>((resolve) => { session.once('close', () => { resolve(); }); });
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 800 && waited < 3000, `HTTP/2 closed after ${waited} ms`);
+  });
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n timeouts {\n  idle 1s\n }\n whoami\n}\n`, async (s) => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const q = newQuery('example.org.', RRType.A);
+      let closedAt = 0;
+      const req = http.get(`http://127.0.0.1:${s.port}/dns-query?dns=${b64(q)}`, { agent }, (res) => {
+        res.resume();
+        res.socket.once('close', () => { closedAt = Date.now(); });
+      });
+      const t0 = Date.now();
+      await new Promise<void>((resolve) => { req.once('close', () => { resolve(); }); });
+      await new Promise<void>((resolve) => { setTimeout(resolve, 2000); });
+      assert.ok(closedAt > 0 && closedAt - t0 >= 800, `HTTP/1.1 closed after ${closedAt - t0} ms`);
+    } finally {
+      agent.destroy();
+    }
+  });
+});
