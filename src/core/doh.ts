@@ -270,11 +270,15 @@ function httpError(res: AnyResponse, status: number, text: string): void {
 /** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send (keep-alive stays on). */
 function send1(res: http.ServerResponse, status: number, headers: Array<[string, string | number]>, body: Uint8Array): void {
   if (res.destroyed || res.headersSent) return;
-  for (const [k, v] of headers) res.setHeader(k, v);
-  res.removeHeader('Connection');
-  res.removeHeader('Keep-Alive');
-  res.statusCode = status;
-  res.end(body);
+  try {
+    for (const [k, v] of headers) res.setHeader(k, v);
+    res.removeHeader('Connection');
+    res.removeHeader('Keep-Alive');
+    res.statusCode = status;
+    res.end(body);
+  } catch {
+    // The connection went away while the reply was being written: nothing to answer.
+  }
 }
 
 /**
@@ -284,8 +288,12 @@ function send1(res: http.ServerResponse, status: number, headers: Array<[string,
 function send2(res: http2.Http2ServerResponse, status: number, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
   const st = res.stream;
   if (st.destroyed || st.headersSent) return;
-  st.respond({ ':status': status, ...headers });
-  st.end(body);
+  try {
+    st.respond({ ':status': status, ...headers });
+    st.end(body);
+  } catch {
+    // The stream or its session closed meanwhile: nothing to answer.
+  }
 }
 
 /** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */

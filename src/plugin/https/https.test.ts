@@ -298,3 +298,14 @@ test('timeouts idle closes an idle DoH connection (HTTP/2 and HTTP/1.1)', async 
     }
   });
 });
+
+test('DoH: a chain that answers later (erratic delay) is waited for', async () => {
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n erratic {\n  delay 1 50ms\n }\n}\n`, async (s) => {
+    const q = newQuery('example.org.', RRType.A);
+    const t0 = Date.now();
+    const r = await h1(`http://127.0.0.1:${s.port}/dns-query?dns=${b64(q)}`);
+    assert.equal(r.status, 200);
+    assert.ok(Date.now() - t0 >= 40);
+    assert.equal(decodeMessage(r.body).answer.length, 1);
+  });
+});
