@@ -267,13 +267,16 @@ function httpError(res: AnyResponse, status: number, text: string): void {
   }
 }
 
-/** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send (keep-alive stays on). */
+/** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send on a kept-alive connection. */
 function send1(res: http.ServerResponse, status: number, headers: Array<[string, string | number]>, body: Uint8Array): void {
   if (res.destroyed || res.headersSent) return;
   try {
     for (const [k, v] of headers) res.setHeader(k, v);
-    res.removeHeader('Connection');
-    res.removeHeader('Keep-Alive');
+    // A connection that stays open says nothing (Go); one that closes says `Connection: close` (both).
+    if (res.shouldKeepAlive) {
+      res.removeHeader('Connection');
+      res.removeHeader('Keep-Alive');
+    }
     res.statusCode = status;
     res.end(body);
   } catch {
