@@ -11,7 +11,7 @@ import type net from 'node:net';
 import type tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
-import { TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, TCP_WRITE_TIMEOUT_MS, type ServerListener } from './listener.ts';
+import { GRACEFUL_STOP_MS, TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, type ServerListener } from './listener.ts';
 import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '../plugin/plugin.ts';
 import { plainAddress } from '../wire/ip.ts';
 import { skipName } from '../wire/scan.ts';
@@ -227,7 +227,7 @@ export class DohListener implements ServerListener {
   }
 
   /** Graceful stop: no new connections; requests in flight get their answers (at most `graceMs`). */
-  async close(graceMs = TCP_WRITE_TIMEOUT_MS): Promise<void> {
+  async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
     const s = this.server;
     this.server = undefined;
     if (s === undefined) return;
