@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type net from 'node:net';
@@ -299,5 +300,44 @@ test('DoT with BIND dig +tls', async () => {
     assert.equal(status(out), 'NOERROR');
     assert.match(out, /_tcp\.example\.org\./);
     assert.match(out, /\(TLS\)/);
+  });
+});
+
+/** dnspython's DoT and DoH clients (python3 with dnspython, httpx and h2: a missing one is a loud failure). */
+const PY = `
+import sys, ssl
+import dns.message, dns.query, dns.rcode
+mode, port, ca = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+q = dns.message.make_query('www.example.org', 'A')
+if mode == 'tls':
+    ctx = ssl.create_default_context(cafile=ca)
+    r = dns.query.tls(q, '127.0.0.1', port=port, ssl_context=ctx, server_hostname='localhost', timeout=5)
+else:
+    # HTTP/2 (dnspython 2.4 and later would try HTTP/3 first; 2.3 has no http_version and uses HTTP/2 with h2)
+    kw = {'http_version': dns.query.HTTPVersion.H2} if hasattr(dns.query, 'HTTPVersion') else {}
+    r = dns.query.https(q, 'https://127.0.0.1:%d/dns-query' % port, verify=ca, post=(mode == 'https-post'), timeout=5, **kw)
+print(dns.rcode.to_text(r.rcode()), r.answer[0].to_text() if r.answer else '-')
+`;
+
+function python(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile('python3', ['-c', PY, ...args], { timeout: 15000 }, (err, stdout, stderr) => {
+      if (err) {
+        reject(new Error(`python3 (with dnspython, httpx, h2: apt-get install -y python3-dnspython python3-httpx python3-h2) failed (newer dnspython: pip install "dnspython[doh]"): ${stderr || err.message}`));
+        return;
+      }
+      resolve(stdout.trim());
+    });
+  });
+}
+
+test('dnspython over DoT and DoH (GET and POST)', async () => {
+  const hosts = ' hosts {\n  192.0.2.1 www.example.org\n  ttl 300\n }\n';
+  await withServer(`tls://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n${hosts}}\n`, async (s) => {
+    assert.equal(await python(['tls', String(s.port), C.ca]), 'NOERROR www.example.org. 300 IN A 192.0.2.1');
+  });
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n${hosts}}\n`, async (s) => {
+    assert.equal(await python(['https-post', String(s.port), C.ca]), 'NOERROR www.example.org. 300 IN A 192.0.2.1');
+    assert.equal(await python(['https-get', String(s.port), C.ca]), 'NOERROR www.example.org. 300 IN A 192.0.2.1');
   });
 });
