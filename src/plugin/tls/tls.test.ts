@@ -239,7 +239,7 @@ test('timeouts idle applies to DoT connections', async () => {
     const t0 = Date.now();
     await new Promise<void>((resolve) => { sock.once('close', () => { resolve(); }); });
     const waited = Date.now() - t0;
-    assert.ok(waited >= 900 && waited < 3000, `closed after ${waited} ms`);
+    assert.ok(waited >= 900 && waited < 6000, `closed after ${waited} ms`);
   });
 });
 
