@@ -69,6 +69,11 @@ interface Scenario {
   warm?: boolean;
   /** needs the test Kubernetes API server (test/k8s-api); NODENS_K8S_KUBECONFIG then points at it */
   fixture?: 'k8s';
+  /**
+   * dnsperf asks over DNS over TLS (`-m dot`) or DNS over HTTPS (`-m doh`, HTTP/2) to the port the Corefile names
+   * as {$NODENS_BENCH_SECURE_PORT}, with a test certificate in {$NODENS_BENCH_CERT} and {$NODENS_BENCH_KEY}.
+   */
+  mode?: 'dot' | 'doh';
 }
 
 const K8S_STATE = path.join(REPO, 'test/k8s-api/fixtures/cluster.json');
@@ -126,6 +131,24 @@ const scenarios: Scenario[] = [
     queries: (c) => Array.from({ length: c.smoke ? 200_000 : 2_000_000 }, (_, i) => `p${i}.miss.test A`),
     probe: 'probe.miss.test. A',
     once: true,
+  },
+  {
+    name: 'dot',
+    description: `DNS over TLS: the hosts scenario's ${HOSTS_N} names through a \`tls://\` server (dnsperf -m dot, 4 connections, queries pipelined); unbound: not configured`,
+    mode: 'dot',
+    corefile: () => 'bench.test {\n    hosts hosts.txt\n}\ntls://bench.test:{$NODENS_BENCH_SECURE_PORT} {\n    tls {$NODENS_BENCH_CERT} {$NODENS_BENCH_KEY}\n    hosts hosts.txt\n}\n',
+    unboundServer: () => '',
+    queries: () => Array.from({ length: HOSTS_N }, (_, i) => `h${i}.bench.test A`),
+    probe: 'h0.bench.test. A',
+  },
+  {
+    name: 'doh',
+    description: `DNS over HTTPS: the hosts scenario's ${HOSTS_N} names through an \`https://\` server (dnsperf -m doh, HTTP/2 GET, 16 connections with one query in flight each: dnsperf's DoH client stalls on two replies in one read); unbound: not configured`,
+    mode: 'doh',
+    corefile: () => 'bench.test {\n    hosts hosts.txt\n}\nhttps://bench.test:{$NODENS_BENCH_SECURE_PORT} {\n    tls {$NODENS_BENCH_CERT} {$NODENS_BENCH_KEY}\n    hosts hosts.txt\n}\n',
+    unboundServer: () => '',
+    queries: () => Array.from({ length: HOSTS_N }, (_, i) => `h${i}.bench.test A`),
+    probe: 'h0.bench.test. A',
   },
   {
     name: 'kubernetes',
@@ -244,9 +267,18 @@ interface PerfResult {
   command: string;
 }
 
-function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string): PerfResult {
+function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string, mode?: 'dot' | 'doh'): PerfResult {
   const args = ['-c', '1', 'dnsperf', '-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds),
     '-n', String(passes), '-c', '4', '-q', '100', '-t', '2', '-v'];
+  if (mode !== undefined) args.push('-m', mode);
+  if (mode === 'doh') {
+    // dnsperf's DoH client keeps one reply per connection and read: two HTTP/2 replies arriving in one read stall
+    // its connection (`frame received when already having a dns msg`), whichever server sends them. One query in
+    // flight per connection, 16 connections, avoids that for both servers.
+    args.splice(args.indexOf('-c', 4), 2, '-c', '16');
+    args.splice(args.indexOf('-q'), 2, '-q', '16');
+    args.push('-O', `doh-uri=https://127.0.0.1:${port}/dns-query`);
+  }
   const command = `taskset ${args.join(' ')}`;
   const r = spawnSync('taskset', args, { encoding: 'utf8', maxBuffer: 1024 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
   writeFileSync(outFile, r.stdout ?? '');
@@ -343,12 +375,21 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   const qfile = path.join(tmp, `${s.name}.queries`);
   if (!existsSync(qfile)) writeFileSync(qfile, s.queries(ctx).join('\n') + '\n');
   if (s.fixture === 'k8s' && server === 'unbound') return { ...row, status: 'n/a (not applicable)' };
+  if (s.mode !== undefined && server === 'unbound') return { ...row, status: 'n/a (not configured)' };
   let st: Started;
   let fixture: { env: Record<string, string>; stop(): Promise<void> } | undefined;
+  let securePort: number | undefined;
   try {
     if (s.fixture === 'k8s') fixture = await startK8sFixture(dir);
+    let env = fixture?.env;
+    if (s.mode !== undefined) {
+      const { testCerts } = await import('../test/helpers/certs.ts');
+      const c = testCerts();
+      securePort = await freePort();
+      env = { ...env, NODENS_BENCH_SECURE_PORT: String(securePort), NODENS_BENCH_CERT: c.cert, NODENS_BENCH_KEY: c.key };
+    }
     const corefile = server === 'nodens' && s.nodensCorefile !== undefined ? s.nodensCorefile(ctx) : s.corefile(ctx);
-    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, fixture?.env);
+    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, env);
   } catch (e) {
     await fixture?.stop();
     const msg = (e as Error).message;
@@ -362,12 +403,13 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
     await sleep(1000);
     const pid = st.proc.proc.pid!;
     row.idleMiB = statusMiB(pid, 'VmRSS');
-    if (s.warm) dnsperf(st.proc.port, qfile, 5, 1, path.join(dir, 'warm.out'));
+    const perfPort = securePort ?? st.proc.port;
+    if (s.warm) dnsperf(perfPort, qfile, 5, 1, path.join(dir, 'warm.out'), s.mode);
     const c0 = cpuSeconds(pid);
     const lines = s.queries(ctx).length;
     const maxQueries = o.smoke ? 1_000_000 : 20_000_000;
     const passes = s.once ? 1 : Math.max(1, Math.ceil(maxQueries / lines));
-    const perf = dnsperf(st.proc.port, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'));
+    const perf = dnsperf(perfPort, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'), s.mode);
     const c1 = cpuSeconds(pid);
     row.perf = perf;
     row.peakMiB = statusMiB(pid, 'VmHWM');

@@ -5,7 +5,7 @@
 
 import type {
   BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, MetadataCollector, PluginFactory, ReloadControl,
-  RouteFilter, SetupContext, UdpWriterFactory,
+  RouteFilter, ServerTlsConfig, SetupContext, UdpWriterFactory,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, zoneAddrString, type ZoneAddr } from '../corefile/address.ts';
@@ -13,7 +13,9 @@ import { Dispenser } from '../corefile/dispenser.ts';
 import type { Token } from '../corefile/token.ts';
 import { isDomainName } from '../wire/name.ts';
 import type { PluginRegistry } from './registry.ts';
-import { DnsListener } from './listener.ts';
+import { DnsListener, type ServerListener } from './listener.ts';
+import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, DohListener, type HttpsListenerOptions } from './doh.ts';
+import { tlsConflict } from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
 import { defaultCorefile } from './loader.ts';
@@ -64,6 +66,9 @@ class Block implements BlockConfig {
   writeTimeoutMs?: number;
   idleTimeoutMs?: number;
   maxTcpQueries?: number;
+  tls?: ServerTlsConfig;
+  maxHttpsConnections?: number;
+  maxHttpsStreams?: number;
   readonly pluginNames: string[] = [];
   readonly handlers: Handler[] = [];
   readonly file: string;
@@ -122,7 +127,9 @@ export class Instance implements InstanceServices {
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
   private readonly hostsOf = new Map<string, { host: string; port: string; transport: string }>();
-  private readonly listenersByAddr = new Map<string, DnsListener>();
+  private readonly listenersByAddr = new Map<string, ServerListener>();
+  /** Per `tls://` and `https://` address: the certificate its blocks share, and the DoH limits. */
+  private readonly secureOf = new Map<string, HttpsListenerOptions>();
   private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
   private readonly sharedValues = new Map<string, unknown>();
   /** Some block has `debug`. */
@@ -221,8 +228,9 @@ export class Instance implements InstanceServices {
     const udpWriterByAddr = new Map<string, UdpWriterFactory>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
-        if (za.transport !== 'dns') {
-          throw new StartupError(`nodens: ${za.transport}:// servers are not supported yet (${zoneAddrString(za)})`);
+        if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https') {
+          // gRPC, DoQ and DoH3 servers are not built (see src/plugin/tls/README.md).
+          throw new StartupError(`cannot serve ${zoneAddrString(za)} - transport ${za.transport} is not supported by nodens`);
         }
         for (const host of block.listenHosts) {
           const akey = zoneAddrString({ ...za, address: host });
@@ -269,6 +277,7 @@ export class Instance implements InstanceServices {
         }
       }
     }
+    this.checkSecure(zonesByAddr);
     let anyDebug = false;
     for (const [addr, blocksOf] of zonesByAddr) {
       const f = flags.get(addr)!;
@@ -294,6 +303,49 @@ export class Instance implements InstanceServices {
     this.anyDebug = anyDebug;
   }
 
+  /**
+   * CoreDNS's sharedTLSConfig (and NewServerHTTPS's limits): the blocks of one `tls://` or `https://` address
+   * are served by one TLS listener, so their `tls` settings must agree; the DoH limits come from the blocks'
+   * `https` settings (max_streams must agree, max_connections is the first block's).
+   */
+  private checkSecure(zonesByAddr: Map<string, Map<string, Block[]>>): void {
+    for (const [addr, zones] of zonesByAddr) {
+      const { transport } = this.hostsOf.get(addr)!;
+      if (transport === 'dns') continue;
+      // The group in CoreDNS's order: blocks in Corefile order, each with its zones.
+      const group: Array<{ zone: string; block: Block }> = [];
+      for (const block of this.blocks) {
+        for (const za of block.addrs) {
+          const list = zones.get(za.zone);
+          if (list !== undefined && list.includes(block) && !group.some((g) => g.block === block && g.zone === za.zone)) group.push({ zone: za.zone, block });
+        }
+      }
+      const first = group[0]!;
+      for (const g of group.slice(1)) {
+        const why = tlsConflict(first.block.tls, g.block.tls);
+        if (why !== undefined) {
+          throw new StartupError(`conflicting TLS configuration for shared listener ${addr} between zones ${JSON.stringify(first.zone)} and ${JSON.stringify(g.zone)}: ${why}`);
+        }
+      }
+      let streams: number | undefined;
+      if (transport === 'https') {
+        for (const g of group) {
+          const v = g.block.maxHttpsStreams;
+          if (v === undefined) continue;
+          if (streams !== undefined && streams !== v) {
+            throw new StartupError(`conflicting max_streams values for shared HTTPS listener ${addr}: ${streams} and ${v}`);
+          }
+          streams = v;
+        }
+      }
+      this.secureOf.set(addr, {
+        tls: first.block.tls,
+        maxConnections: first.block.maxHttpsConnections ?? DEFAULT_HTTPS_MAX_CONNECTIONS,
+        maxStreams: streams ?? DEFAULT_HTTPS_MAX_STREAMS,
+      });
+    }
+  }
+
   /** Print [DEBUG] lines while this instance is in force (some block has `debug`). */
   applyDebug(): void { this.log.debugEnabled = this.anyDebug; }
 
@@ -313,16 +365,20 @@ export class Instance implements InstanceServices {
   async start(previous?: Instance): Promise<void> {
     this.applyDebug();
     for (const fn of this.hooks.startup) await fn();
-    const opened: DnsListener[] = [];
+    const opened: ServerListener[] = [];
     try {
       for (const [addr, table] of this.tables) {
+        const secure = this.secureOf.get(addr);
         const inherited = previous?.listenersByAddr.get(addr);
-        if (inherited !== undefined) {
+        // A listener is a TLS server or not: one that changes kind is replaced (SO_REUSEPORT lets both bind).
+        if (inherited !== undefined && (inherited.tlsConfig === undefined) === (secure?.tls === undefined)) {
           this.listenersByAddr.set(addr, inherited);
           continue;
         }
-        const { host, port } = this.hostsOf.get(addr)!;
-        const l = new DnsListener(host, Number(port), table);
+        const { host, port, transport } = this.hostsOf.get(addr)!;
+        const l = transport === 'https'
+          ? new DohListener(host, Number(port), table, secure!)
+          : new DnsListener(host, Number(port), table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
         await l.listen();
         opened.push(l);
         this.listenersByAddr.set(addr, l);
@@ -331,8 +387,14 @@ export class Instance implements InstanceServices {
       for (const l of opened) await l.close(0);
       throw e;
     }
-    // Every socket is ready: switch all inherited listeners to the new tables at once.
-    for (const [addr, l] of this.listenersByAddr) l.table = this.tables.get(addr)!;
+    // Every socket is ready: switch all inherited listeners to the new tables (and certificates) at once.
+    for (const [addr, l] of this.listenersByAddr) {
+      const table = this.tables.get(addr)!;
+      const secure = this.secureOf.get(addr);
+      if (l instanceof DohListener) l.reconfigure(table, secure!);
+      else if (secure?.tls !== undefined && l instanceof DnsListener) l.reconfigure(table, secure.tls);
+      else l.table = table;
+    }
   }
 
   /** Close listeners this instance owns that `next` did not take over (all of them when next is undefined). */
@@ -360,7 +422,7 @@ export class Instance implements InstanceServices {
   factoriesOf(i: number): readonly PluginFactory[] { return this.blocks[i]?.factories ?? []; }
 
   /** The listeners, with the port each actually bound (useful with port 0). */
-  listeners(): DnsListener[] { return [...this.listenersByAddr.values()]; }
+  listeners(): ServerListener[] { return [...this.listenersByAddr.values()]; }
 
   blockConfigs(): BlockConfig[] { return this.blocks; }
 

@@ -1,11 +1,16 @@
 // One plain-DNS listen address: a UDP socket and a TCP listener on the same
 // host:port, both with SO_REUSEPORT as in CoreDNS. The routing table is a field
 // that a reload swaps, so sockets outlive configurations and no query is lost.
+// A `tls://` address (DNS over TLS, RFC 7858) is the TCP half alone, its
+// connections inside TLS when the blocks have a `tls` certificate (CoreDNS's
+// ServerTLS: without one it serves plain DNS over TCP).
 
 import dgram from 'node:dgram';
 import net from 'node:net';
+import tls from 'node:tls';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
-import type { UdpSocket, UdpWriter } from '../plugin/plugin.ts';
+import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
+import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { plainAddress } from '../wire/ip.ts';
 
 /**
@@ -27,9 +32,28 @@ export interface ListenerOptions {
   tcpReadTimeoutMs?: number;
   /** Deadline for each later query, from the previous reply (default TCP_IDLE_TIMEOUT_MS). */
   tcpIdleTimeoutMs?: number;
+  /** `tls`: DNS over TLS (TCP only); default `dns`, UDP and TCP. */
+  transport?: 'dns' | 'tls';
+  /** The certificate of a `tls` listener; undefined: its TCP connections are not encrypted. */
+  tls?: ServerTlsConfig;
 }
 
-export class DnsListener {
+/** What the instance needs of any listener (plain DNS, DNS over TLS, DNS over HTTPS). */
+export interface ServerListener {
+  /** Configured host: '' is the wildcard. */
+  readonly host: string;
+  /** Port actually bound. */
+  port: number;
+  /** `dns`, `tls` or `https`. */
+  readonly transport: string;
+  table: ServeTable;
+  /** The certificate of a `tls://` or `https://` listener; undefined: not encrypted. */
+  readonly tlsConfig: ServerTlsConfig | undefined;
+  listen(): Promise<void>;
+  close(graceMs?: number): Promise<void>;
+}
+
+export class DnsListener implements ServerListener {
   /** Configured host: '' is the wildcard. */
   readonly host: string;
   /** Port actually bound (differs from the configured one only for port 0). */
@@ -48,6 +72,8 @@ export class DnsListener {
   private requestedPortZero = false;
   readonly tcpReadTimeoutMs: number;
   readonly tcpIdleTimeoutMs: number;
+  readonly transport: 'dns' | 'tls';
+  tlsConfig: ServerTlsConfig | undefined;
 
   constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
@@ -55,6 +81,8 @@ export class DnsListener {
     this.tableRef = table;
     this.tcpReadTimeoutMs = opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     this.tcpIdleTimeoutMs = opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+    this.transport = opts.transport ?? 'dns';
+    this.tlsConfig = opts.tls;
   }
 
   /** The routing table in force; a reload replaces it (the UDP write discipline of the new one is made at once). */
@@ -79,7 +107,7 @@ export class DnsListener {
     let lastErr: unknown;
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        await this.bindUdp(isV6 ? 6 : 4);
+        if (this.transport === 'dns') await this.bindUdp(isV6 ? 6 : 4);
         await this.bindTcp(isV6 ? 6 : 4);
         return;
       } catch (e) {
@@ -88,7 +116,7 @@ export class DnsListener {
         const code = (e as NodeJS.ErrnoException).code;
         // The wildcard falls back to IPv4 on hosts without IPv6.
         if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
-          await this.bindUdp(4);
+          if (this.transport === 'dns') await this.bindUdp(4);
           await this.bindTcp(4);
           return;
         }
@@ -129,7 +157,17 @@ export class DnsListener {
   }
 
   private bindTcp(family: 4 | 6): Promise<void> {
-    const server = net.createServer({ noDelay: true });
+    if (this.port === 0) this.requestedPortZero = true;
+    const cfg = this.tlsConfig;
+    let server: net.Server;
+    if (cfg === undefined) {
+      server = net.createServer({ noDelay: true });
+    } else {
+      // The handshake belongs to the first read (Go: the handshake runs inside it): the read timeout bounds it.
+      server = tls.createServer({ noDelay: true, ...serverTlsOptions(cfg, this.table.readTimeoutMs ?? this.tcpReadTimeoutMs) });
+      server.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
+      server.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
+    }
     this.tcp = server;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('Listen', 'tcp', this.host, this.port, err)); };
@@ -137,11 +175,20 @@ export class DnsListener {
       server.listen({ port: this.port, host: this.bindHost(family), reusePort: true, ipv6Only: false }, () => {
         server.removeListener('error', onError);
         server.on('error', () => { /* accept errors: keep serving */ });
-        server.on('connection', (socket) => {
+        if (this.port === 0 || this.transport === 'tls') this.port = (server.address() as net.AddressInfo).port;
+        const accept = (socket: net.Socket): void => {
           const conn = new TcpConnection(this, socket);
           this.conns.add(conn);
           socket.once('close', () => { this.conns.delete(conn); });
-        });
+        };
+        if (cfg === undefined) {
+          server.on('connection', accept);
+        } else {
+          server.on('secureConnection', (socket: tls.TLSSocket) => {
+            if (!clientAllowed(this.tlsConfig ?? cfg, socket)) { socket.destroy(); return; }
+            accept(socket);
+          });
+        }
         resolve();
       });
     });
@@ -158,6 +205,14 @@ export class DnsListener {
       this.udpWriter = table.udpWriter!(sock, table.name, localAddress, localPort);
     }
     return this.udpWriter;
+  }
+
+  /** A reload: the new configuration's table and certificate (the socket stays; new handshakes use the new one). */
+  reconfigure(table: ServeTable, cfg: ServerTlsConfig): void {
+    this.table = table;
+    this.tlsConfig = cfg;
+    const server = this.tcp;
+    if (server instanceof tls.Server) server.setSecureContext(serverTlsOptions(cfg, table.readTimeoutMs ?? this.tcpReadTimeoutMs));
   }
 
   /** Count queries in flight so a graceful stop can wait for them. */
@@ -312,7 +367,11 @@ class TcpConnection implements ReplySink {
     this.socket.write(framed);
     // Write deadline: replies queued in user space (the kernel's buffers are full: the client does
     // not read) that make no progress for the write timeout close the connection, as a Go write
-    // deadline ends a blocked write. Armed only when something stays queued.
+    // deadline ends a blocked write. Armed only when something stays queued (checked after a corked batch).
+    if (this.socket.writableCorked === 0) this.checkWriteQueue();
+  }
+
+  private checkWriteQueue(): void {
     if (this.socket.writableLength > 0 && this.writeTimer === undefined) this.armWriteTimer();
   }
 
@@ -350,6 +409,18 @@ class TcpConnection implements ReplySink {
   }
 
   private drain(): void {
+    // Replies to the queries already received leave together (one write; over TLS, one record).
+    const sock = this.socket;
+    sock.cork();
+    try {
+      this.drainCorked();
+    } finally {
+      sock.uncork();
+      if (!sock.destroyed) this.checkWriteQueue();
+    }
+  }
+
+  private drainCorked(): void {
     let served = false;
     for (;;) {
       const pending = this.pending;

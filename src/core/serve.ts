@@ -125,6 +125,33 @@ export function serveMessage(
 }
 
 /**
+ * One DNS-over-HTTPS message (CoreDNS's doh.RequestToMsgWire → dnsutil.UnpackRequest): what miekg's accept
+ * policy would not accept, or what does not decode, is not served at all — false, the HTTP reply is 400 —
+ * everything else is served as a TCP query from the HTTP client's address (CoreDNS's DoHWriter has a TCP
+ * remote address, so plugins see `tcp`).
+ */
+export function serveHttpsMessage(
+  table: ServeTable, wire: Buffer, remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
+  sink: ReplySink,
+): false | void | Promise<void> {
+  if (wire.length < HEADER_LEN) return false;
+  const flagsHi = wire[2]!;
+  if (flagsHi & 0x80) return false;
+  const opcode = (flagsHi >> 3) & 0xf;
+  if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY) return false;
+  if (wire.readUInt16BE(4) !== 1 || wire.readUInt16BE(6) > 1 || wire.readUInt16BE(8) > 1 || wire.readUInt16BE(10) > 2) return false;
+  let msg: Message;
+  try {
+    msg = decodeMessage(wire);
+  } catch {
+    return false;
+  }
+  const req = new Request(msg, wire, 'tcp', remoteAddress, remotePort, localAddress, localPort,
+    table.name, process.hrtime.bigint(), table.router);
+  return serveRequest(table, req, sink);
+}
+
+/**
  * CoreDNS's Server.ServeDNS for a decoded request: the question, class and
  * EDNS-version checks, zone routing, the chain, and the server-written error
  * replies. Used for client queries and for internal sub-queries alike.

@@ -43,6 +43,8 @@ import { plugin as local } from './local/setup.ts';
 import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
 import { plugin as tsig } from './tsig/setup.ts';
+import { plugin as https } from './https/setup.ts';
+import { plugin as tls } from './tls/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -86,4 +88,6 @@ export const builtinPlugins: PluginDefinition[] = [
   nsid,
   timeouts,
   tsig,
+  https,
+  tls,
 ];

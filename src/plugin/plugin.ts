@@ -99,6 +99,12 @@ export interface BlockConfig {
   idleTimeoutMs?: number;
   /** Set by `timeouts { maxtcpqueries }`: queries per TCP connection before it is closed; -1 or unset: unlimited. */
   maxTcpQueries?: number;
+  /** Set by `tls`: the certificate and client-authentication policy of the block's `tls://` and `https://` listeners. */
+  tls?: ServerTlsConfig;
+  /** Set by `https { max_connections }`: concurrent connections of the block's DoH listener (0: unlimited). */
+  maxHttpsConnections?: number;
+  /** Set by `https { max_streams }`: concurrent HTTP/2 streams per DoH connection (0: the HTTP/2 default). */
+  maxHttpsStreams?: number;
   /** Names of the plugins of this block in chain order (filled after setup). */
   readonly pluginNames: string[];
   /** The block's handlers in chain order (filled after setup; read them in startup hooks). */
@@ -149,6 +155,22 @@ export interface UdpWriter {
  */
 export type UdpWriterFactory = (socket: UdpSocket, server: string, localAddress: string, localPort: number) => UdpWriter;
 
+/** Go's tls.ClientAuthType, by the `tls { client_auth }` names. */
+export type ClientAuth = 'nocert' | 'request' | 'require' | 'verify_if_given' | 'require_and_verify';
+
+/** A server certificate and what the server asks of clients (CoreDNS's Config.TLSConfig); TLS 1.2 at least. */
+export interface ServerTlsConfig {
+  /** PEM certificate chain. */
+  readonly cert: Buffer;
+  /** PEM private key. */
+  readonly key: Buffer;
+  /** PEM CAs that verify client certificates; undefined: the default roots. */
+  readonly ca: Buffer | undefined;
+  readonly clientAuth: ClientAuth;
+  /** `keylog FILE`: receives each TLS secret line (NSS key log format). */
+  readonly keyLog: ((line: Buffer) => void) | undefined;
+}
+
 /** A routing filter of a view: true when the block may serve the request. */
 export type RouteFilter = (req: Request) => boolean;
 
@@ -187,7 +209,16 @@ export const ServeChannels = {
   dropped: 'nodens:serve:dropped',
   /** An exception recovered from a plugin chain ("Recovered from panic"): PanicEvent. */
   panic: 'nodens:serve:panic',
+  /** A DNS-over-HTTPS reply and its HTTP status (CoreDNS's coredns_dns_https_responses_total): HttpsResponseEvent. */
+  https: 'nodens:serve:https',
 } as const;
+
+export interface HttpsResponseEvent {
+  readonly lineage: Lineage;
+  /** The listen address, e.g. `https://:443`. */
+  readonly server: string;
+  readonly status: number;
+}
 
 export interface DroppedEvent {
   readonly lineage: Lineage;

@@ -10,12 +10,12 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { queryTcp, queryUdp, type RawReply } from './lib/client.ts';
+import { queryHttps, queryTcp, queryUdp, type RawReply } from './lib/client.ts';
 import { sideBySide } from './lib/diff.ts';
 import { encodeQuery, parseQueriesFile, type QuerySpec } from './lib/query.ts';
 import { signQuery } from './lib/tsig.ts';
 import { DEFAULT_NORMALISE, parseReply, renderPair, type Normalise } from './lib/render.ts';
-import { REPO, nodensBinary, referenceBinary, startServer, waitReady, type Running } from './lib/servers.ts';
+import { REPO, freePort, nodensBinary, referenceBinary, startServer, waitReady, type Running } from './lib/servers.ts';
 
 export interface CaseConfig {
   description?: string;
@@ -82,9 +82,35 @@ async function startK8sApi(dir: string): Promise<Fixture> {
   };
 }
 
-function ask(s: Running, q: QuerySpec, msg: Buffer): Promise<RawReply> {
+/** The ports and certificate of a side's DoT and DoH blocks ({$NODENS_CONFORMANCE_TLS_PORT} and friends). */
+interface SecurePorts { tls: number; https: number; ca: Buffer }
+
+function ask(s: Running, q: QuerySpec, msg: Buffer, secure: SecurePorts | undefined): Promise<RawReply> {
   const host = q.v6 ? '::1' : '127.0.0.1';
+  if (q.secure !== undefined) {
+    if (secure === undefined) throw new Error(`${q.line}: +${q.secure} needs a Corefile with {$NODENS_CONFORMANCE_TLS_PORT} or {$NODENS_CONFORMANCE_HTTPS_PORT}`);
+    if (q.secure === 'tls') return queryTcp(host, secure.tls, msg, 3000, secure.ca);
+    return queryHttps(host, secure.https, msg, secure.ca, q.secure === 'https-get');
+  }
   return q.tcp ? queryTcp(host, s.port, msg) : queryUdp(host, s.port, msg);
+}
+
+/**
+ * For a Corefile that says {$NODENS_CONFORMANCE_TLS_PORT} or {$NODENS_CONFORMANCE_HTTPS_PORT}: a free port of each
+ * kind per side, and a CA, server certificate and key (for 127.0.0.1 and localhost) in
+ * {$NODENS_CONFORMANCE_CERT}, {$NODENS_CONFORMANCE_KEY}, {$NODENS_CONFORMANCE_CA}.
+ */
+async function securePorts(): Promise<{ env: Record<string, string>; ports: SecurePorts }> {
+  const { testCerts } = await import('../helpers/certs.ts');
+  const c = testCerts();
+  const ports = { tls: await freePort(), https: await freePort(), ca: readFileSync(c.ca) };
+  return {
+    ports,
+    env: {
+      NODENS_CONFORMANCE_TLS_PORT: String(ports.tls), NODENS_CONFORMANCE_HTTPS_PORT: String(ports.https),
+      NODENS_CONFORMANCE_CERT: c.cert, NODENS_CONFORMANCE_KEY: c.key, NODENS_CONFORMANCE_CA: c.ca,
+    },
+  };
 }
 
 function indent(text: string, by = '    '): string {
@@ -148,9 +174,13 @@ async function main(): Promise<number> {
         norm.soaSerial = true;
         console.log(`  (test Kubernetes API server from test/k8s-api on :${k8s.port}; SOA serials masked: they are the time each server saw its last change)`);
       }
+      const text = readFileSync(conf, 'utf8');
+      const secure = text.includes('{$NODENS_CONFORMANCE_TLS_PORT}') || text.includes('{$NODENS_CONFORMANCE_HTTPS_PORT}');
+      const refSecure = secure ? await securePorts() : undefined;
+      const subSecure = secure ? await securePorts() : undefined;
       const [ref, sub] = await Promise.all([
-        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { ...env, NODENS_CONFORMANCE_SIDE: 'reference' } }),
-        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { ...env, NODENS_CONFORMANCE_SIDE: 'subject' } }),
+        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { ...env, ...refSecure?.env, NODENS_CONFORMANCE_SIDE: 'reference' } }),
+        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { ...env, ...subSecure?.env, NODENS_CONFORMANCE_SIDE: 'subject' } }),
       ]);
       servers.push(ref, sub);
       const ready = await Promise.allSettled([waitReady(ref, cfg.probe), waitReady(sub, cfg.probe)]);
@@ -164,8 +194,12 @@ async function main(): Promise<number> {
         const id = 1 + Math.floor(Math.random() * 65534);
         // A signed query is signed once: both servers get the same bytes (same time, same MAC).
         const { wire, ctx } = q.tsig ? signQuery(encodeQuery(q, id), q.tsig) : { wire: encodeQuery(q, id), ctx: undefined };
-        const [ra, rb] = await Promise.all([ask(ref, q, wire), ask(sub, q, wire)]);
-        const [la, lb] = renderPair(parseReply(ra, id, ctx), parseReply(rb, id, ctx), norm);
+        const [ra, rb] = await Promise.all([ask(ref, q, wire, refSecure?.ports), ask(sub, q, wire, subSecure?.ports)]);
+        const pa = parseReply(ra, id, ctx);
+        const pb = parseReply(rb, id, ctx);
+        if (ra.note !== undefined) pa.head.unshift(`;; ${ra.note}`);
+        if (rb.note !== undefined) pb.head.unshift(`;; ${rb.note}`);
+        const [la, lb] = renderPair(pa, pb, norm);
         const same = la.length === lb.length && la.every((l, i) => l === lb[i]);
         if (same) {
           passed++;

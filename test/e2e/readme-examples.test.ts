@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../../src/index.ts';
 import { ROOT } from '../helpers/server.ts';
+import { testCerts } from '../helpers/certs.ts';
 
 function examples(file: string): string[] {
   const text = readFileSync(file, 'utf8');
@@ -40,6 +41,13 @@ function withFreePorts(corefile: string): string {
   }).join('\n');
 }
 
+/** `cert.pem`, `key.pem` and `ca.pem` as arguments become certificates made for the test (test/helpers/certs.ts). */
+function withCerts(corefile: string): string {
+  if (!/\b(cert|key|ca)\.pem\b/.test(corefile)) return corefile;
+  const c = testCerts();
+  return corefile.replace(/(?<=\s)cert\.pem\b/g, c.cert).replace(/(?<=\s)key\.pem\b/g, c.key).replace(/(?<=\s)ca\.pem\b/g, c.ca);
+}
+
 const files = [join(ROOT, 'README.md')];
 const pluginDir = join(ROOT, 'src', 'plugin');
 for (const d of readdirSync(pluginDir)) {
@@ -51,7 +59,8 @@ for (const file of files) {
   if (!existsSync(file)) continue;
   examples(file).forEach((corefile, i) => {
     test(`${file.slice(ROOT.length + 1)} example ${i + 1} starts`, async () => {
-      const server = await startServer({ corefile: withFreePorts(corefile), dnsPort: 0, file: 'Corefile' });
+      // Examples naming cert.pem, key.pem, ca.pem (the tls plugin's) get test certificates by those names.
+      const server = await startServer({ corefile: withCerts(withFreePorts(corefile)), dnsPort: 0, file: 'Corefile' });
       try {
         assert.ok(server.addresses().length > 0);
       } finally {

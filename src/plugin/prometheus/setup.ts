@@ -5,13 +5,13 @@
 // localhost:9153, and records every query of its block (handler.ts).
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { ServeChannels, type DroppedEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition, type SetupContext } from '../plugin.ts';
+import { ServeChannels, type DroppedEvent, type HttpsResponseEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition, type SetupContext } from '../plugin.ts';
 import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
 import { metricsContentType, metricsText } from '../pkg/metrics.ts';
 import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
 import { Metrics } from './handler.ts';
-import { buildInfo, panics, pluginEnabled, reportDropped } from './vars.ts';
+import { buildInfo, httpsResponses, panics, pluginEnabled, reportDropped } from './vars.ts';
 import './process.ts';
 
 export const DEFAULT_ADDR = 'localhost:9153';
@@ -89,16 +89,23 @@ class ServeObserver {
     if ((m as PanicEvent).lineage === this.lineage) panics.inc();
   };
 
+  private readonly onHttps = (m: unknown): void => {
+    const ev = m as HttpsResponseEvent;
+    if (ev.lineage === this.lineage) httpsResponses.child(ev.server, String(ev.status)).inc();
+  };
+
   hold(): void {
     if (this.holders++ > 0) return;
     subscribe(ServeChannels.dropped, this.onDropped);
     subscribe(ServeChannels.panic, this.onPanic);
+    subscribe(ServeChannels.https, this.onHttps);
   }
 
   release(): void {
     if (--this.holders > 0) return;
     unsubscribe(ServeChannels.dropped, this.onDropped);
     unsubscribe(ServeChannels.panic, this.onPanic);
+    unsubscribe(ServeChannels.https, this.onHttps);
   }
 }
 

@@ -34,6 +34,10 @@ export const responseRcode = new CounterVec('coredns_dns_responses_total',
   'Counter of response status codes.',
   ['server', 'zone', 'view', 'rcode', 'plugin']);
 
+export const httpsResponses = new CounterVec('coredns_dns_https_responses_total',
+  'Counter of DoH responses per server and http status code.',
+  ['server', 'status']);
+
 export const panics = counter('coredns_panics_total', 'A metrics that counts the number of panics.');
 
 export const pluginEnabled = gauge('coredns_plugin_enabled',

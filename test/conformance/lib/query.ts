@@ -14,6 +14,11 @@ export interface QuerySpec {
   typeName: string;
   qclass: number;
   tcp: boolean;
+  /**
+   * `+tls`: DNS over TLS to the side's {$NODENS_CONFORMANCE_TLS_PORT}; `+https` / `+https-get`: DNS over HTTPS
+   * (HTTP/2, POST or GET) to its {$NODENS_CONFORMANCE_HTTPS_PORT}; undefined: plain DNS.
+   */
+  secure?: 'tls' | 'https' | 'https-get';
   /** Ask over IPv6 (from and to ::1) instead of 127.0.0.1. */
   v6: boolean;
   edns: boolean;
@@ -76,6 +81,9 @@ export function parseQueryLine(line: string): QuerySpec {
     switch (key.toLowerCase()) {
       case 'tcp': q.tcp = true; break;
       case 'udp': q.tcp = false; break;
+      case 'tls': q.secure = 'tls'; break;
+      case 'https': q.secure = 'https'; break;
+      case 'https-get': q.secure = 'https-get'; break;
       case 'v6': q.v6 = true; break;
       case 'noedns': q.edns = false; break;
       case 'edns':

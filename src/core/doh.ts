@@ -1,0 +1,441 @@
+// One DNS-over-HTTPS listen address (RFC 8484), as CoreDNS's ServerHTTPS: `/dns-query` by GET (`?dns=`,
+// base64url without padding) or POST (the message as the body), HTTP/2 and HTTP/1.1 over TLS (ALPN h2,
+// http/1.1), plain HTTP/1.1 when the blocks have no `tls` certificate. Bad paths are 404, requests that do
+// not carry a DNS query 400, a chain that wrote nothing 500; a reply is 200 with
+// `Cache-Control: max-age=` its smallest TTL (CoreDNS's dnsutil.MinimalTTLWithMaximum).
+
+import { channel } from 'node:diagnostics_channel';
+import http from 'node:http';
+import http2 from 'node:http2';
+import type net from 'node:net';
+import type tls from 'node:tls';
+import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
+import { clientAllowed, serverTlsOptions } from './tls.ts';
+import { GRACEFUL_STOP_MS, TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, type ServerListener } from './listener.ts';
+import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '../plugin/plugin.ts';
+import { plainAddress } from '../wire/ip.ts';
+import { skipName } from '../wire/scan.ts';
+import { Opcode, Rcode, RRType } from '../wire/constants.ts';
+
+/** CoreDNS's DefaultHTTPSMaxConnections and DefaultHTTPSMaxStreams. */
+export const DEFAULT_HTTPS_MAX_CONNECTIONS = 200;
+export const DEFAULT_HTTPS_MAX_STREAMS = 250;
+/** doh.Path, doh.MimeType. */
+const PATH = '/dns-query';
+const MIME = 'application/dns-message';
+/** doh's maxDNSQuerySize and the longest base64 text of such a query. */
+const MAX_QUERY = 65536;
+const MAX_BASE64 = Math.floor((MAX_QUERY * 8 + 5) / 6);
+
+export interface HttpsListenerOptions {
+  /** The blocks' certificate; undefined: plain HTTP/1.1. */
+  tls: ServerTlsConfig | undefined;
+  /** `https { max_connections }` (0: unlimited); default 200. */
+  maxConnections: number;
+  /** `https { max_streams }` (0: the HTTP/2 default); default 250. */
+  maxStreams: number;
+}
+
+const httpsChannel = channel(ServeChannels.https);
+
+type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
+type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
+
+export class DohListener implements ServerListener {
+  readonly host: string;
+  port: number;
+  readonly transport = 'https';
+  table: ServeTable;
+  tlsConfig: ServerTlsConfig | undefined;
+  private server: http.Server | http2.Http2SecureServer | undefined;
+  private readonly opts: HttpsListenerOptions;
+  private readonly sockets = new Set<net.Socket>();
+  private inflight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
+    this.host = host;
+    this.port = port;
+    this.table = table;
+    this.tlsConfig = opts.tls;
+    this.opts = opts;
+  }
+
+  async listen(): Promise<void> {
+    const isV6 = this.host.includes(':') || this.host === '';
+    try {
+      await this.bind(isV6 ? '::' : '0.0.0.0');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
+        await this.bind('0.0.0.0');
+        return;
+      }
+      throw e;
+    }
+  }
+
+  private bind(wildcard: string): Promise<void> {
+    const t = this.table;
+    const readMs = t.readTimeoutMs ?? TCP_READ_TIMEOUT_MS;
+    const idleMs = t.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+    const cfg = this.tlsConfig;
+    let server: http.Server | http2.Http2SecureServer;
+    if (cfg === undefined) {
+      const s = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
+      server = s;
+    } else {
+      const settings: http2.Settings = {};
+      if (this.opts.maxStreams > 0) settings.maxConcurrentStreams = this.opts.maxStreams;
+      const s = http2.createSecureServer({
+        ...serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']),
+        allowHTTP1: true,
+        settings,
+      }, this.onRequest);
+      // HTTP/1.1 connections of the secure server: Go's ReadTimeout and IdleTimeout.
+      const h1 = s as unknown as http.Server;
+      h1.requestTimeout = readMs;
+      h1.headersTimeout = readMs;
+      h1.keepAliveTimeout = idleMs;
+      // An HTTP/2 connection with no activity for the idle time is closed (Go's IdleTimeout).
+      s.setTimeout(idleMs);
+      s.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
+      s.on('secureConnection', (socket: tls.TLSSocket) => {
+        if (!clientAllowed(this.tlsConfig ?? cfg, socket)) socket.destroy();
+      });
+      s.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
+      server = s;
+    }
+    if (this.opts.maxConnections > 0) server.maxConnections = this.opts.maxConnections;
+    server.on('connection', (socket: net.Socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => { this.sockets.delete(socket); });
+    });
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => { reject(listenError(this.host, this.port, err)); };
+      server.once('error', onError);
+      server.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
+        server.removeListener('error', onError);
+        server.on('error', () => { /* accept errors: keep serving */ });
+        this.port = (server.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  private readonly onRequest = (req: AnyRequest, res: AnyResponse): void => {
+    const url = req.url ?? '';
+    const q = url.indexOf('?');
+    if (urlPath(q < 0 ? url : url.slice(0, q)) !== PATH) {
+      this.httpError(res, 404, '');
+      return;
+    }
+    if (req.method === 'GET') {
+      const wire = q < 0 ? undefined : getQuery(url.slice(q + 1));
+      if (wire === undefined) {
+        this.httpError(res, 400, 'invalid request');
+        return;
+      }
+      this.serve(req, res, wire);
+      return;
+    }
+    if (req.method !== 'POST') {
+      this.httpError(res, 400, 'invalid request');
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = false;
+    req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      size += chunk.length;
+      if (size > MAX_QUERY) {
+        tooLarge = true;
+        chunks.length = 0;
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (tooLarge) {
+        this.httpError(res, 400, 'invalid request');
+        return;
+      }
+      this.serve(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.on('error', () => { /* the client went away: nothing to answer */ });
+  };
+
+  private serve(req: AnyRequest, res: AnyResponse, wire: Buffer): void {
+    const sock = req.socket;
+    const sink = new CaptureSink();
+    const p = serveHttpsMessage(this.table, wire, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0,
+      plainAddress(sock.localAddress ?? ''), sock.localPort ?? 0, sink);
+    if (p === false) {
+      this.httpError(res, 400, 'invalid request');
+      return;
+    }
+    if (p === undefined) {
+      this.reply(res, sink.wire);
+      return;
+    }
+    this.inflight++;
+    p.then(() => { this.done(); this.reply(res, sink.wire); }, () => { this.done(); this.reply(res, sink.wire); });
+  }
+
+  private reply(res: AnyResponse, wire: Uint8Array | undefined): void {
+    if (wire === undefined) {
+      this.httpError(res, 500, 'No response');
+      return;
+    }
+    this.count(200);
+    reply(res, wire);
+  }
+
+  private httpError(res: AnyResponse, status: number, text: string): void {
+    this.count(status);
+    httpError(res, status, text);
+  }
+
+  /** coredns_dns_https_responses_total, for the prometheus plugin (free when nobody listens). */
+  private count(status: number): void {
+    if (!httpsChannel.hasSubscribers) return;
+    const ev: HttpsResponseEvent = { lineage: this.table.lineage, server: this.table.name, status };
+    httpsChannel.publish(ev);
+  }
+
+  private done(): void {
+    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  /** Take a new configuration's certificate and limits (a reload keeps the socket). */
+  reconfigure(table: ServeTable, opts: HttpsListenerOptions): void {
+    this.table = table;
+    this.tlsConfig = opts.tls;
+    const s = this.server;
+    if (s === undefined) return;
+    if (opts.tls !== undefined && 'setSecureContext' in s) {
+      s.setSecureContext(serverTlsOptions(opts.tls, table.readTimeoutMs ?? TCP_READ_TIMEOUT_MS, ['h2', 'http/1.1']));
+      if (opts.maxStreams > 0) s.updateSettings({ maxConcurrentStreams: opts.maxStreams });
+    }
+    s.maxConnections = opts.maxConnections > 0 ? opts.maxConnections : Infinity;
+  }
+
+  /** Graceful stop: no new connections; requests in flight get their answers (at most `graceMs`). */
+  async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (s === undefined) return;
+    const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
+    if ('closeIdleConnections' in s) s.closeIdleConnections();
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, graceMs);
+        this.idleWaiters.push(() => { clearTimeout(t); resolve(); });
+      });
+    }
+    for (const sock of this.sockets) sock.destroy();
+    await closed;
+  }
+}
+
+/** The reply the chain wrote (the first one, as CoreDNS's DoHWriter keeps one message). */
+class CaptureSink implements ReplySink {
+  wire: Uint8Array | undefined;
+  send(wire: Uint8Array): void { this.wire ??= wire; }
+}
+
+function reply(res: AnyResponse, wire: Uint8Array): void {
+  const age = `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`;
+  // Go's order (HTTP/1.1: sorted; HTTP/2: Content-Length last).
+  if (res instanceof http2.Http2ServerResponse) send2(res, 200, { 'cache-control': age, 'content-type': MIME, 'content-length': wire.length }, wire);
+  else send1(res, 200, [['Cache-Control', age], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
+}
+
+/** Go's http.Error: the text and a newline, as plain text. */
+function httpError(res: AnyResponse, status: number, text: string): void {
+  const body = Buffer.from(text + '\n');
+  if (res instanceof http2.Http2ServerResponse) {
+    send2(res, status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'content-length': body.length }, body);
+  } else {
+    send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
+  }
+}
+
+/** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send on a kept-alive connection. */
+function send1(res: http.ServerResponse, status: number, headers: Array<[string, string | number]>, body: Uint8Array): void {
+  if (res.destroyed || res.headersSent) return;
+  try {
+    for (const [k, v] of headers) res.setHeader(k, v);
+    // A connection that stays open says nothing (Go); one that closes says `Connection: close` (both).
+    if (res.shouldKeepAlive) {
+      res.removeHeader('Connection');
+      res.removeHeader('Keep-Alive');
+    }
+    res.statusCode = status;
+    res.end(body);
+  } catch {
+    // The connection went away while the reply was being written: nothing to answer.
+  }
+}
+
+/**
+ * HTTP/2 on the stream itself: the body and END_STREAM in one DATA frame, as Go sends them (the compatibility
+ * API adds an empty DATA frame, which simple clients such as dnsperf take for a second message).
+ */
+function send2(res: http2.Http2ServerResponse, status: number, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
+  const st = res.stream;
+  if (st.destroyed || st.headersSent) return;
+  try {
+    st.respond({ ':status': status, ...headers });
+    st.end(body);
+  } catch {
+    // The stream or its session closed meanwhile: nothing to answer.
+  }
+}
+
+/** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */
+function urlPath(raw: string): string {
+  if (!raw.includes('%')) return raw;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The `dns` parameter of a query string as Go's url.ParseQuery and doh's requestToMsgGet read it: exactly one
+ * value, at most the base64 length of a 64 KiB message, decoded as unpadded base64url; undefined otherwise.
+ */
+function getQuery(query: string): Buffer | undefined {
+  let value: string | undefined;
+  let count = 0;
+  let start = 0;
+  while (start <= query.length) {
+    let end = query.indexOf('&', start);
+    if (end < 0) end = query.length;
+    const pair = query.slice(start, end);
+    start = end + 1;
+    if (pair === '' || pair.includes(';')) continue;
+    const eq = pair.indexOf('=');
+    const key = queryUnescape(eq < 0 ? pair : pair.slice(0, eq));
+    if (key !== 'dns') continue;
+    const v = queryUnescape(eq < 0 ? '' : pair.slice(eq + 1));
+    if (v === undefined) continue;
+    value = v;
+    count++;
+  }
+  if (count !== 1 || value === undefined || value.length > MAX_BASE64) return undefined;
+  return base64UrlDecode(value);
+}
+
+/** Go's url.QueryUnescape: `+` is a space, %XX a byte; undefined for a malformed escape. */
+function queryUnescape(s: string): string | undefined {
+  if (!s.includes('%') && !s.includes('+')) return s;
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Go's base64.RawURLEncoding.DecodeString: no padding, line breaks skipped, anything else outside the alphabet fails. */
+function base64UrlDecode(s: string): Buffer | undefined {
+  if (s.includes('\r') || s.includes('\n')) s = s.replace(/[\r\n]/g, '');
+  if (!/^[A-Za-z0-9_-]*$/.test(s) || s.length % 4 === 1) return undefined;
+  return Buffer.from(s, 'base64url');
+}
+
+const YEAR68 = 2 ** 31;
+/** dnsutil.MinimalDefaultTTL and MaximumDefaultTTL, in seconds. */
+const MIN_DEFAULT_TTL = 5;
+const MAX_DEFAULT_TTL = 3600;
+
+/**
+ * The Cache-Control max-age of a reply, from its wire form: CoreDNS's response.Typify decides the kind (only
+ * NOERROR answers, NXDOMAIN and NODATA replies are cacheable), dnsutil.MinimalTTLWithMaximum the value: the
+ * smallest TTL of the records other than the OPT, at most an hour; 5 s for other kinds and for replies with no
+ * records at all.
+ */
+export function maxAge(b: Uint8Array, now: number): number {
+  if (b.length < 12) return MIN_DEFAULT_TTL;
+  const opcode = (b[2]! >> 3) & 0xf;
+  if (opcode === Opcode.UPDATE || opcode === Opcode.NOTIFY) return MIN_DEFAULT_TTL;
+  const qd = (b[4]! << 8) | b[5]!;
+  const an = (b[6]! << 8) | b[7]!;
+  const ns = (b[8]! << 8) | b[9]!;
+  const ar = (b[10]! << 8) | b[11]!;
+  let p = 12;
+  for (let i = 0; i < qd; i++) {
+    p = skipName(b, p);
+    if (p < 0 || p + 4 > b.length) return MIN_DEFAULT_TTL;
+    if (i === 0) {
+      const qt = (b[p]! << 8) | b[p + 1]!;
+      if (qt === RRType.AXFR || qt === RRType.IXFR) return MIN_DEFAULT_TTL;
+    }
+    p += 4;
+  }
+  let minTtl = MAX_DEFAULT_TTL;
+  let soa = false;
+  let delegation = false;
+  let records = 0;
+  let extRcode = 0;
+  let dnssecOk = false;
+  let expiredSig = false;
+  const now32 = now;
+  for (let i = 0; i < an + ns + ar; i++) {
+    p = skipName(b, p);
+    if (p < 0 || p + 10 > b.length) return MIN_DEFAULT_TTL;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const ttl = ((b[p + 4]! << 24) | (b[p + 5]! << 16) | (b[p + 6]! << 8) | b[p + 7]!) >>> 0;
+    const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
+    const rd = p + 10;
+    p = rd + rdlen;
+    if (p > b.length) return MIN_DEFAULT_TTL;
+    if (type === RRType.OPT) {
+      extRcode = b[rd - 6]!;
+      dnssecOk = (b[rd - 4]! & 0x80) !== 0;
+      continue;
+    }
+    records++;
+    if (ttl < minTtl) minTtl = ttl;
+    if (i >= an && i < an + ns) {
+      if (type === RRType.SOA) soa = true;
+      else if (type === RRType.NS) delegation = true;
+    }
+    if (type === RRType.RRSIG && rdlen >= 16 && !expiredSig) {
+      const exp = ((b[rd + 8]! << 24) | (b[rd + 9]! << 16) | (b[rd + 10]! << 8) | b[rd + 11]!) >>> 0;
+      const inc = ((b[rd + 12]! << 24) | (b[rd + 13]! << 16) | (b[rd + 14]! << 8) | b[rd + 15]!) >>> 0;
+      const ti = inc + Math.trunc((inc - now32) / YEAR68) * YEAR68;
+      const te = exp + Math.trunc((exp - now32) / YEAR68) * YEAR68;
+      if (!(ti <= now32 && now32 <= te)) expiredSig = true;
+    }
+  }
+  if (dnssecOk && expiredSig) return MIN_DEFAULT_TTL;
+  const rcode = (extRcode << 4) | (b[3]! & 0xf);
+  let cacheable: boolean;
+  if (an > 0 && rcode === Rcode.NOERROR) cacheable = true;
+  else if (an > 0 && rcode === Rcode.NXDOMAIN) cacheable = false;
+  else if (soa && rcode === Rcode.NOERROR) cacheable = true;
+  else if (rcode === Rcode.NXDOMAIN) cacheable = true;
+  else if (delegation && rcode === Rcode.NOERROR) cacheable = false;
+  else cacheable = rcode === Rcode.NOERROR;
+  if (!cacheable || records === 0) return MIN_DEFAULT_TTL;
+  return minTtl;
+}
+
+function listenError(host: string, port: number, err: Error): Error {
+  const h = host.includes(':') ? `[${host}]` : host;
+  const code = (err as NodeJS.ErrnoException).code;
+  const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
+    : code === 'EACCES' ? 'bind: permission denied'
+      : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
+        : err.message;
+  return Object.assign(new Error(`Listen: listen tcp ${h}:${port}: ${reason}`), { code });
+}
