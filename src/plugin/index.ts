@@ -42,6 +42,7 @@ import { plugin as local } from './local/setup.ts';
 import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
 import { plugin as tsig } from './tsig/setup.ts';
+import { plugin as transfer } from './transfer/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -84,4 +85,5 @@ export const builtinPlugins: PluginDefinition[] = [
   nsid,
   timeouts,
   tsig,
+  transfer,
 ];
