@@ -29,6 +29,8 @@ function exchange(wire: Uint8Array, host: string, port: number, source: string |
   const v6 = host.includes(':');
   return new Promise<number>((resolve, reject) => {
     const sock: Socket = createSocket(v6 ? 'udp6' : 'udp4');
+    // NOTIFYs in flight do not keep a stopping process alive.
+    sock.unref();
     const id = (wire[0]! << 8) | wire[1]!;
     let local = '';
     let timer: NodeJS.Timeout | undefined;
@@ -41,7 +43,14 @@ function exchange(wire: Uint8Array, host: string, port: number, source: string |
       if (err !== undefined) reject(err); else resolve(rcode);
     };
     sock.on('error', (e: NodeJS.ErrnoException) => {
-      const why = e.code === 'ECONNREFUSED' ? 'read: connection refused' : (e.message);
+      if (local === '') {
+        // before the exchange: binding `source` or connecting failed (Go's dial error)
+        const src = source === undefined ? '' : (source.includes(':') ? `[${source}]` : source) + ':0->';
+        const why = e.code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address' : e.message;
+        done(new Error(`dial udp ${src}${peer}: ${why}`), 0);
+        return;
+      }
+      const why = e.code === 'ECONNREFUSED' ? 'read: connection refused' : e.message;
       done(new Error(`read udp ${local}->${peer}: ${why}`), 0);
     });
     sock.on('message', (msg: Buffer) => {
@@ -60,6 +69,7 @@ function exchange(wire: Uint8Array, host: string, port: number, source: string |
         const a = sock.address();
         local = (a.family === 'IPv6' ? `[${a.address}]` : a.address) + ':' + String(a.port);
         timer = setTimeout(() => { done(new Error(`read udp ${local}->${peer}: i/o timeout`), 0); }, TIMEOUT_MS);
+        timer.unref();
         sock.send(wire);
       });
     };

@@ -253,3 +253,19 @@ test('Transfer.notify: the longest-matching entry, debug line after sending', as
     ok.close();
   }
 });
+
+test('NOTIFY: a source address the host does not have fails with Go\'s dial error', async () => {
+  await assert.rejects(sendNotifies('example.org.', ['127.0.0.1:9'], '192.0.2.254'), {
+    message: 'notify for zone "example.org." was not accepted by "127.0.0.1:9": "dial udp 192.0.2.254:0->127.0.0.1:9: bind: cannot assign requested address"',
+  });
+});
+
+test('NOTIFY: a closed port fails at once with Go\'s connection refused text', async () => {
+  const s = createSocket('udp4');
+  await new Promise<void>((res) => { s.bind(0, '127.0.0.1', res); });
+  const port = (s.address() as AddressInfo).port;
+  s.close();
+  await assert.rejects(sendNotifies('example.org.', [`127.0.0.1:${port}`], undefined), {
+    message: new RegExp(`^notify for zone "example.org." was not accepted by "127.0.0.1:${port}": "read udp 127.0.0.1:\\d+->127.0.0.1:${port}: read: connection refused"$`),
+  });
+});
