@@ -41,8 +41,25 @@ let knotPort = 0;
 let nodens: Running;
 let coredns: Running;
 
+/**
+ * A zone whose closing SOA alone does not fit the first 63000 octets: CoreDNS then ends the transfer
+ * with that SOA in a message without AA and logs the transfer as a noop IXFR; so does nodens.
+ */
+function spillZone(): string {
+  const lines = ['$ORIGIN spill.test.', '@ 3600 IN SOA ns a 1 7200 3600 1209600 3600', '@ 3600 IN NS ns', 'ns 3600 IN A 192.0.2.1'];
+  for (let i = 0; i < 225; i++) lines.push(`t${String(i).padStart(4, '0')} 3600 IN TXT "${'x'.repeat(250)}"`);
+  lines.push(`zzzzz 3600 IN TXT "${'y'.repeat(40)}"`);
+  return lines.join('\n') + '\n';
+}
+
 function corefile(to: string): string {
-  return `example.org {
+  return `spill.test {
+  file db.spill.test
+  transfer {
+    to *
+  }
+}
+example.org {
   tsig {
     secret xfr.key. ${SECRET}
   }
@@ -61,6 +78,8 @@ before(async () => {
   writeFileSync(join(dir, 'db.example.org'), zoneText(SERIAL));
   mkdirSync(join(dir, 'ref'));
   writeFileSync(join(dir, 'ref', 'db.example.org'), zoneText(SERIAL));
+  writeFileSync(join(dir, 'db.spill.test'), spillZone());
+  writeFileSync(join(dir, 'ref', 'db.spill.test'), spillZone());
   writeFileSync(join(dir, 'Corefile'), corefile(`* 127.0.0.1:${knotPort}`));
   writeFileSync(join(dir, 'ref', 'Corefile'), corefile('*'));
   nodens = await startServer({ name: 'nodens', command: BIN, conf: join(dir, 'Corefile'), cwd: dir, quiet: false });
@@ -133,6 +152,17 @@ test('TSIG-signed AXFR: every message verified by dig and kdig, as CoreDNS signs
   const ka = await kdig(nodens.port, '-y', bad, 'example.org', 'AXFR');
   const kb = await kdig(coredns.port, '-y', bad, 'example.org', 'AXFR');
   assert.equal(norm(ka), norm(kb));
+});
+
+test('a closing SOA that spills over alone: the same two messages and the same noop log line as CoreDNS', async () => {
+  const a = await kdig(nodens.port, 'spill.test', 'AXFR');
+  const b = await kdig(coredns.port, 'spill.test', 'AXFR');
+  assert.deepEqual(records(a), records(b));
+  assert.match(a, /;; Received 63108 B \(2 messages, 230 records\)/);
+  assert.equal(/;; Received .*/.exec(a)?.[0], /;; Received .*/.exec(b)?.[0]);
+  const noop = '[INFO] plugin/transfer: Outgoing noop, incremental transfer for up to date zone "spill.test." to 127.0.0.1 for 1 SOA serial';
+  assert.ok(nodens.output().includes(noop));
+  assert.ok(coredns.output().includes(noop));
 });
 
 function knotd(conf: string): Running {

@@ -58,7 +58,7 @@ const soa = (serial: number): ResourceRecord<SOAData> => ({
   data: { mname: 'ns.example.org.', rname: 'admin.example.org.', serial, refresh: 1, retry: 1, expire: 1, minimum: 1 },
 });
 const txt = (i: number): ResourceRecord => ({
-  // 1000 octets of text: name (13) + 10 + rdata 1004
+  // 1027 octets: name (13) + 10 + rdata 1004
   name: 'example.org.', type: RRType.TXT, class: 1, ttl: 60, data: { strings: [new Uint8Array(250).fill(97), new Uint8Array(250).fill(98), new Uint8Array(250).fill(99), new Uint8Array(250).fill(48 + (i % 10))] },
 });
 
@@ -115,7 +115,7 @@ test('AXFR: envelopes of at most 63000 octets of records, AA set, SOA first and 
   const lines = await captureLog(async () => {
     assert.equal(await settle(t.serveDNS(xfrRequest('Example.org.', RRType.AXFR), w)), Rcode.NOERROR);
   });
-  // 1023 octets per TXT record: 61 fit with the SOA in the first envelope
+  // 1027 octets per TXT record: 61 fit with the SOA in the first envelope
   assert.deepEqual(w.msgs.map((m) => m.answer.length), [62, 61, 9]);
   for (const m of w.msgs) {
     assert.equal(m.aa, true);
@@ -268,4 +268,17 @@ test('NOTIFY: a closed port fails at once with Go\'s connection refused text', a
   await assert.rejects(sendNotifies('example.org.', [`127.0.0.1:${port}`], undefined), {
     message: new RegExp(`^notify for zone "example.org." was not accepted by "127.0.0.1:${port}": "read udp 127.0.0.1:\\d+->127.0.0.1:${port}: read: connection refused"$`),
   });
+});
+
+test('a full transfer whose closing SOA alone spills over is ended as CoreDNS does: that SOA without AA, logged as noop', async () => {
+  // SOA (78 octets) + 61 TXT (1027 each) + a 224-octet TXT = 62949; the closing SOA would make 63027
+  const filler: ResourceRecord = { name: 'example.org.', type: RRType.TXT, class: 1, ttl: 60, data: { strings: [new Uint8Array(200).fill(120)] } };
+  const recs = [soa(9), ...Array.from({ length: 61 }, (_, i) => txt(i)), filler];
+  const t = handler([E(['example.org.'], ['*'])], [new Zone('example.org.', recs)]);
+  const w = new CaptureWriter();
+  const lines = await captureLog(async () => {
+    assert.equal(await settle(t.serveDNS(xfrRequest('example.org.', RRType.AXFR), w)), Rcode.NOERROR);
+  });
+  assert.deepEqual(w.msgs.map((m) => [m.answer.length, m.aa]), [[63, true], [1, false]]);
+  assert.deepEqual(lines, ['[INFO] plugin/transfer: Outgoing noop, incremental transfer for up to date zone "example.org." to 127.0.0.1 for 9 SOA serial']);
 });
