@@ -113,7 +113,6 @@ export class Transfer implements Handler, Notifier {
     let sent = 0;
     let size = 0;
     let soa: ResourceRecord<SOAData> | undefined;
-    let envelopes = 0;
     try {
       for await (const batch of records) {
         if (batch.length === 0) continue;
@@ -121,7 +120,7 @@ export class Transfer implements Handler, Notifier {
         for (const rr of batch) {
           const len = rrLength(rr);
           if (rrs.length > 0 && size + len > BATCH_OCTETS) {
-            this.envelope(req, w, rrs, envelopes++);
+            this.envelope(req, w, rrs);
             sent += rrs.length;
             rrs = [];
             size = 0;
@@ -144,7 +143,7 @@ export class Transfer implements Handler, Notifier {
       return Rcode.NOERROR;
     }
     if (rrs.length > 0) {
-      this.envelope(req, w, rrs, envelopes++);
+      this.envelope(req, w, rrs);
       sent += rrs.length;
     }
     const serial = soa === undefined ? 0 : soa.data.serial;
@@ -154,15 +153,16 @@ export class Transfer implements Handler, Notifier {
 
   /**
    * One message of the stream (miekg's Transfer.Out): a reply with AA and the records; when the query was
-   * TSIG-signed, the messages after the first are signed over the timers only (RFC 8945 5.3.1).
+   * TSIG-signed, whatever is written after it is signed over the timers only (RFC 8945 5.3.1), as Out
+   * sets TsigTimersOnly after each message.
    */
-  private envelope(req: Request, w: ResponseWriter, rrs: ResourceRecord[], index: number): void {
+  private envelope(req: Request, w: ResponseWriter, rrs: ResourceRecord[]): void {
     const m = replyTo(req.msg);
     m.aa = true;
     m.answer = rrs;
-    const signer = req.replySigner;
-    if (index > 0 && signer instanceof TsigSigner) signer.timersOnly = true;
     w.writeMsg(m);
+    const signer = req.replySigner;
+    if (signer instanceof TsigSigner) signer.timersOnly = true;
   }
 
   notify(zone: string): Promise<void> {
