@@ -45,6 +45,7 @@ import { plugin as timeouts } from './timeouts/setup.ts';
 import { plugin as tsig } from './tsig/setup.ts';
 import { plugin as https } from './https/setup.ts';
 import { plugin as tls } from './tls/setup.ts';
+import { plugin as transfer } from './transfer/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -90,4 +91,5 @@ export const builtinPlugins: PluginDefinition[] = [
   tsig,
   https,
   tls,
+  transfer,
 ];

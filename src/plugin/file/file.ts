@@ -11,7 +11,7 @@ import { replyTo } from '../../wire/message.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
-import { NotAuthoritativeError, type Transferer } from '../pkg/transfer.ts';
+import { NotAuthoritativeError, type Notifier, type Transferer } from '../pkg/transfer.ts';
 import { Result, type Zone } from './zone.ts';
 import { LOOP_KEY, lookup, type LookupAnswer, type LookupQuery } from './lookup.ts';
 import { SerialUnchangedError, zoneFromText } from './load.ts';
@@ -29,6 +29,8 @@ export class ZoneSource {
   /** The file's modification time (ms) when last read, for `reload_by_mtime`. */
   mtimeMs = 0;
   private timer: NodeJS.Timeout | undefined;
+  /** The block's transfer plugin, told after each reload (set at start-up). */
+  notifier: Notifier | undefined;
 
   constructor(origin: string, file: string, zone: Zone, reloadMs: number, reloadByMtime: boolean) {
     this.origin = origin;
@@ -71,6 +73,7 @@ export class ZoneSource {
     this.zone = z;
     if (this.reloadByMtime) this.mtimeMs = mtime;
     log.info(`Successfully reloaded zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)} with ${z.serial} SOA serial`);
+    this.notifier?.notify(this.origin).catch((e: unknown) => { log.warning(`Failed sending notifies: ${(e as Error).message}`); });
   }
 
   /** Starts the reload ticker (nothing when the interval is 0). */

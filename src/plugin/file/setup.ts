@@ -5,6 +5,7 @@ import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { formatDuration, parseDuration, toMillis } from '../pkg/duration.ts';
 import { Fall } from '../pkg/fall.ts';
 import { File, ZoneSource } from './file.ts';
+import { isNotifier } from '../pkg/transfer.ts';
 import { zoneFromText } from './load.ts';
 import { Zone } from './zone.ts';
 import { goOpenError } from './errors.ts';
@@ -124,6 +125,19 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const o = parse(c);
     const zones = loadZones(o, c.log);
+    // The block's transfer plugin: NOTIFYs for every zone now, after each reload, and after a failed
+    // Corefile reload (CoreDNS's file setup; the start-up NOTIFYs' errors are not logged).
+    const notifyAll = (): void => {
+      const t = c.config.handlers.find((h) => h.name === 'transfer');
+      const n = t !== undefined && isNotifier(t) ? t : undefined;
+      for (const src of zones.values()) src.notifier = n;
+      if (n === undefined) return;
+      // One zone after the other, as CoreDNS's goroutine does.
+      let chain = Promise.resolve();
+      for (const name of zones.keys()) chain = chain.then(() => n.notify(name)).catch(() => { /* ignored, as CoreDNS */ });
+    };
+    c.onStartup(notifyAll);
+    c.onRestartFailed(notifyAll);
     for (const src of zones.values()) {
       c.onStartup(() => { src.start(c.log); });
       c.onShutdown(() => { src.stop(); });

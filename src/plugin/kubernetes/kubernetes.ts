@@ -173,8 +173,8 @@ export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, E
   }
 
   /**
-   * Transferer: the zone (one of the plugin's zones, exactly) as CoreDNS's kubernetes/xfr.go lays
-   * it out, each record as the plugin answers the equivalent query (xfr.ts).
+   * Transferer: one of the plugin's zones (or a name below one) as CoreDNS's kubernetes/xfr.go
+   * generates it (xfr.ts).
    */
   transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
     return transfer(this, zone, serial);

@@ -1,26 +1,23 @@
-// The kubernetes plugin's Transferer (CoreDNS's plugin/kubernetes/xfr.go): the
-// whole zone for the transfer plugin's AXFR/IXFR. Every record is taken from
-// the answer the plugin gives to the equivalent query (the same builders), and
-// laid out in CoreDNS's order: SOA, NS, glue, then per service (by name)
-// its addresses and SRV records, and the SOA again.
+// The kubernetes plugin's Transferer (CoreDNS's plugin/kubernetes/xfr.go): the whole zone for the
+// transfer plugin's AXFR/IXFR, generated as CoreDNS generates it (not from the query answers): the
+// SOA, one NS per name server, their addresses (TTL 0), then per service, by name, its records, and
+// the SOA again. A zone below one of the plugin's zones is transferred too, its records built under
+// that name, as CoreDNS does.
 
-import type { AData, ResourceRecord, SOAData, SRVData } from '../../wire/types.ts';
-import { RRType } from '../../wire/constants.ts';
-import { addressToReverse, isSubdomain, lowerName } from '../../wire/name.ts';
+import type { ResourceRecord, SOAData } from '../../wire/types.ts';
+import { RRClass, RRType } from '../../wire/constants.ts';
+import { isSubdomain, lowerName } from '../../wire/name.ts';
 import { NotAuthoritativeError } from '../pkg/transfer.ts';
-import type { Port, Slice } from './controller.ts';
+import type { EndpointAddress, Port, Slice } from './controller.ts';
 import { endpointHostname, ipFamily, type Kubernetes, type Scope } from './kubernetes.ts';
-import { sortedServices, under } from './external.ts';
+import { sortedServices } from './external.ts';
 
 /** Transferer.transfer. */
 export function transfer(k: Kubernetes, zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
   const z = lowerName(zone);
-  if (!k.o.zones.includes(z)) throw new NotAuthoritativeError(zone);
-  // An unsynced view would hand out an empty zone for a secondary to serve until its next refresh.
-  if (!k.c.hasSynced()) throw new Error(`kubernetes: ${z} is not synced with the API server yet`);
+  if (!k.o.zones.some((p) => isSubdomain(z, p))) throw new NotAuthoritativeError(zone);
   const scope: Scope = { zone: z, zoneLower: z, multicluster: k.o.multiclusterZones.includes(z), upstream: undefined, needs: undefined };
   const soa = k.soa(scope);
-  // IXFR: the serial is the time of the last change, so anything but the current one gets the whole zone.
   if (serial !== 0 && serial === (soa.data as SOAData).serial) return batches([[soa]]);
   return batches(zoneRecords(k, scope, soa));
 }
@@ -29,121 +26,74 @@ async function* batches(it: Iterable<ResourceRecord[]>): AsyncGenerator<Resource
   for (const b of it) if (b.length > 0) yield b;
 }
 
-function* zoneRecords(k: Kubernetes, scope: Scope, soa: ResourceRecord): Generator<ResourceRecord[]> {
-  yield [soa];
+/** CoreDNS's calcSRVWeight: 100 shared among `n` records, at least 1. */
+function srvWeight(n: number): number {
+  const w = Math.floor((100 / (100 * n)) * 100);
+  return w === 0 ? 1 : w;
+}
+
+function zoneRecords(k: Kubernetes, scope: Scope, soa: ResourceRecord): ResourceRecord[][] {
+  const out: ResourceRecord[][] = [[soa]];
   const ns = k.ns(scope);
-  yield ns.records;
-  yield ns.extra;
-  const z = scope.zoneLower;
-  const reverse = z === '.' || z === 'arpa.' || isSubdomain(z, 'in-addr.arpa.') || isSubdomain(z, 'ip6.arpa.');
-  const forward = !isSubdomain(z, 'in-addr.arpa.') && !isSubdomain(z, 'ip6.arpa.');
-  if (forward && scope.multicluster) {
-    for (const si of sortedServices(k.c.imports.values())) {
-      if (!k.namespaceExposed(si.namespace)) continue;
-      const name = `${si.name}.${si.namespace}.svc.${under(z)}`;
-      yield si.type === 'Headless'
-        ? headlessRecords(k, scope, name, k.c.mcsSlicesBySvc.get(si.key) ?? [], (s, host) => `${host}.${s.cluster}.${name}`)
-        : clusterIPRecords(k, scope, name, si.ips, si.ports);
+  out.push(ns.records);
+  // miekg's records made by nsAddrs carry no TTL
+  out.push(ns.extra.map((r) => ({ ...r, ttl: 0 })));
+  const zone = scope.zone;
+  const ttl = k.o.ttl;
+  const rr = (name: string, type: number, data: ResourceRecord['data']): ResourceRecord => ({ name, type, class: RRClass.IN, ttl, data });
+  /** emitAddressRecord: an A or AAAA record for `ip` (nothing for what is not an IP); returns its owner. */
+  const address = (name: string, ip: string): string => {
+    const fam = ipFamily(ip);
+    if (fam === 0) return '';
+    out.push([rr(name, fam === 4 ? RRType.A : RRType.AAAA, { address: ip })]);
+    return name;
+  };
+  const srv = (name: string, weight: number, port: number, target: string): void => {
+    out.push([rr(name, RRType.SRV, { priority: 0, weight, port: port & 0xffff, target: target === '' ? '.' : target.endsWith('.') ? target : target + '.' })]);
+  };
+  const clusterIP = (base: string, ips: readonly string[], ports: readonly Port[]): void => {
+    let host = '';
+    for (const ip of ips) host = address(base, ip);
+    for (const p of ports) {
+      srv(base, 100, p.port, host);
+      if (p.name === '') continue;
+      srv(`_${p.name.toLowerCase()}._${p.protocol.toLowerCase()}.${base}`, 100, p.port, host);
     }
-  } else if (forward) {
-    for (const svc of sortedServices(k.c.services.values())) {
-      if (!k.namespaceExposed(svc.namespace)) continue;
-      const name = `${svc.name}.${svc.namespace}.svc.${under(z)}`;
-      if (svc.type === 'ExternalName') yield k.cnameOnly(scope, name, name).records;
-      else if (svc.headless) yield headlessRecords(k, scope, name, k.c.slicesOf(svc.key), (_s, host) => `${host}.${name}`);
-      else yield clusterIPRecords(k, scope, name, svc.clusterIPs, svc.ports);
-    }
-  }
-  if (reverse) yield* reverseRecords(k, scope);
-  yield [soa];
-}
-
-/** The answer to `name`/`qtype`, as the plugin gives it (nothing for a name error). */
-function answer(k: Kubernetes, scope: Scope, name: string, qtype: number): ResourceRecord[] {
-  const lower = lowerName(name);
-  const r = qtype === RRType.SRV ? k.srv(scope, name, lower) : k.addresses(scope, name, lower, qtype, []);
-  return r.err === 0 /* no name error */ ? r.records : [];
-}
-
-/** The records of `answer()` by a key, each handed out once. */
-class Pool {
-  private readonly m = new Map<string, ResourceRecord>();
-  constructor(records: ResourceRecord[], key: (r: ResourceRecord) => string) {
-    for (const r of records) if (!this.m.has(key(r))) this.m.set(key(r), r);
-  }
-  take(key: string, out: ResourceRecord[]): void {
-    const r = this.m.get(key);
-    if (r === undefined) return;
-    this.m.delete(key);
-    out.push(r);
-  }
-}
-
-const byAddress = (r: ResourceRecord): string => (r.data as AData).address;
-const byTargetPort = (r: ResourceRecord): string => `${lowerName((r.data as SRVData).target)}|${(r.data as SRVData).port}`;
-
-function addressPool(k: Kubernetes, scope: Scope, name: string): Pool {
-  return new Pool([...answer(k, scope, name, RRType.A), ...answer(k, scope, name, RRType.AAAA)], byAddress);
-}
-
-/** A ClusterIP service (or ClusterSetIP import): its addresses in ClusterIP order, then per port the bare and the `_port._proto` SRV. */
-function clusterIPRecords(k: Kubernetes, scope: Scope, name: string, ips: readonly string[], ports: readonly Port[]): ResourceRecord[] {
-  const out: ResourceRecord[] = [];
-  const addrs = addressPool(k, scope, name);
-  for (const ip of ips) addrs.take(ip, out);
-  const bare = new Pool(answer(k, scope, name, RRType.SRV), (r) => String((r.data as SRVData).port));
-  const named = new Set<string>();
-  for (const p of ports) {
-    bare.take(String(p.port), out);
-    if (p.name === '') continue;
-    const owner = lowerName(`_${p.name}._${p.protocol}.${name}`);
-    if (named.has(owner)) continue;
-    named.add(owner);
-    out.push(...answer(k, scope, owner, RRType.SRV));
-  }
-  return out;
-}
-
-/**
- * A headless service (or import): per ready endpoint, in slice order, the service name's and the
- * endpoint name's address and the `_port._proto` SRV records pointing at the endpoint name.
- */
-function headlessRecords(k: Kubernetes, scope: Scope, name: string, slices: readonly Slice[], endpointName: (s: Slice, host: string) => string): ResourceRecord[] {
-  const out: ResourceRecord[] = [];
-  const addrs = addressPool(k, scope, name);
-  const endpoints = new Map<string, Pool>();
-  const srvs = new Map<string, Pool>();
-  for (const s of slices) {
-    for (const a of s.addresses) {
-      addrs.take(a.ip, out);
-      const ep = endpointName(s, endpointHostname(a, k.o.endpointNameMode));
-      const epKey = lowerName(ep);
-      let pool = endpoints.get(epKey);
-      if (pool === undefined) endpoints.set(epKey, pool = addressPool(k, scope, ep));
-      pool.take(a.ip, out);
-      for (const p of s.ports) {
-        if (p.name === '') continue; // unnamed ports have no `_port._proto` name
-        const owner = lowerName(`_${p.name}._${p.protocol}.${name}`);
-        let srv = srvs.get(owner);
-        if (srv === undefined) srvs.set(owner, srv = new Pool(answer(k, scope, owner, RRType.SRV), byTargetPort));
-        srv.take(`${epKey}|${p.port}`, out);
+  };
+  const headless = (base: string, slices: readonly Slice[]): void => {
+    for (const s of slices) {
+      const weight = srvWeight(s.addresses.length);
+      for (const a of s.addresses as readonly EndpointAddress[]) {
+        address(base, a.ip);
+        const host = address(`${endpointHostname(a, k.o.endpointNameMode)}.${base}`, a.ip);
+        for (const p of s.ports) {
+          if (p.name === '') continue;
+          srv(`_${p.name.toLowerCase()}._${p.protocol.toLowerCase()}.${base}`, weight, p.port, host);
+        }
       }
     }
-  }
-  return out;
-}
-
-/** PTR records of a reverse zone: services' ClusterIPs (by service name), then endpoint addresses (by slice). */
-function* reverseRecords(k: Kubernetes, scope: Scope): Generator<ResourceRecord[]> {
-  const done = new Set<string>();
-  const ptr = (ip: string): ResourceRecord[] => {
-    if (ipFamily(ip) === 0) return [];
-    const owner = addressToReverse(ip);
-    if (done.has(owner) || !isSubdomain(owner, scope.zoneLower)) return [];
-    done.add(owner);
-    return k.ptr(scope, owner, owner).records;
   };
-  for (const svc of sortedServices(k.c.services.values())) yield svc.clusterIPs.flatMap(ptr);
-  const slices = [...k.c.slices.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  for (const s of slices) yield s.addresses.flatMap((a) => ptr(a.ip));
+  const suffix = zone === '.' ? 'svc.' : `svc.${zone}`;
+  if (scope.multicluster) {
+    for (const si of sortedServices(k.c.imports.values())) {
+      if (!k.namespaceExposed(si.namespace)) continue;
+      const base = `${si.name}.${si.namespace}.${suffix}`;
+      if (si.ips.length > 0 && ipFamily(si.ips[0]!) !== 0) clusterIP(base, si.ips, si.ports);
+      else headless(base, k.c.mcsSlicesBySvc.get(si.key) ?? []);
+    }
+  } else {
+    for (const svc of sortedServices(k.c.services.values())) {
+      if (!k.namespaceExposed(svc.namespace)) continue;
+      const base = `${svc.name}.${svc.namespace}.${suffix}`;
+      if (svc.type === 'ExternalName') {
+        if (ipFamily(svc.externalName) === 0) out.push([rr(base, RRType.CNAME, { target: svc.externalName.endsWith('.') ? svc.externalName : svc.externalName + '.' })]);
+        continue;
+      }
+      if (svc.type !== 'ClusterIP' && svc.type !== 'NodePort' && svc.type !== 'LoadBalancer' && svc.type !== '') continue;
+      if (svc.clusterIPs.length > 0 && ipFamily(svc.clusterIPs[0]!) !== 0) clusterIP(base, svc.clusterIPs, svc.ports);
+      else headless(base, k.c.slicesOf(svc.key));
+    }
+  }
+  out.push([soa]);
+  return out;
 }

@@ -31,3 +31,18 @@ export interface Transferer extends Handler {
 export function isTransferer(h: Handler): h is Transferer {
   return typeof (h as Partial<Transferer>).transfer === 'function';
 }
+
+/**
+ * Capability: the transfer plugin's NOTIFY sender (CoreDNS's `(*transfer.Transfer).Notify`). A provider
+ * whose zone changed (file after a reload with a new serial) finds it among its block's handlers in a
+ * start-up hook and calls `notify(zone)`; the promise rejects with the joined errors of the secondaries
+ * that did not accept the NOTIFY after three tries (one line each).
+ */
+export interface Notifier extends Handler {
+  /** NOTIFY the `to` addresses (not `*`) of the transfer entry with the longest match for `zone` (lower case). */
+  notify(zone: string): Promise<void>;
+}
+
+export function isNotifier(h: Handler): h is Notifier {
+  return typeof (h as Partial<Notifier>).notify === 'function';
+}
