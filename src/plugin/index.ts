@@ -43,6 +43,7 @@ import { plugin as local } from './local/setup.ts';
 import { plugin as nsid } from './nsid/setup.ts';
 import { plugin as timeouts } from './timeouts/setup.ts';
 import { plugin as tsig } from './tsig/setup.ts';
+import { plugin as trace } from './trace/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -86,4 +87,5 @@ export const builtinPlugins: PluginDefinition[] = [
   nsid,
   timeouts,
   tsig,
+  trace,
 ];
