@@ -3,6 +3,10 @@
 // The request remembers which plugin is handling it (`req.plugin`) so the
 // final writer can tell who wrote the reply; it is restored when the call
 // returns, as CoreDNS's per-call writer wrapping does.
+//
+// Tracing: while the trace plugin has set a span on the request (`req.span`), each call opens a child span
+// named after the plugin called, as CoreDNS's NextOrFailure does with the span in the context. An untraced
+// query pays one field check for it (`req.span !== undefined`); the traced path is `tracedNext`.
 
 import type { Handler, HandlerResult, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
