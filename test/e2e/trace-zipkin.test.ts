@@ -99,6 +99,12 @@ const CORE = (port: number, zipkin: number): string => `example.org:${port} {
   template IN MX example.org {
     rcode NXDOMAIN
   }
+  template IN A example.org {
+    match "^cname[.]example[.]org[.]$"
+    answer "cname.example.org. 60 IN CNAME a.example.org."
+    upstream
+    fallthrough
+  }
 }
 sampled.test:${port} {
   bind 127.0.0.1
@@ -116,13 +122,14 @@ const QUERIES: Q[] = [
   { name: 'A.Example.org.', type: 1, tcp: true },
   { name: 'txt.example.org.', type: 16, tcp: false },
   { name: 'mx.example.org.', type: 15, tcp: false },
-  { name: 'nothing.example.org.', type: 1, tcp: false }, // no next plugin after template: SERVFAIL with an error
+  { name: 'nothing.example.org.', type: 1, tcp: false }, // no next plugin after hosts: SERVFAIL with an error
+  { name: 'cname.example.org.', type: 1, tcp: false }, // template follows the CNAME through the server: a lookup
   { name: 'one.sampled.test.', type: 1, tcp: false },
   { name: 'two.sampled.test.', type: 1, tcp: false },
   { name: 'three.sampled.test.', type: 1, tcp: false },
   { name: 'four.sampled.test.', type: 28, tcp: false },
 ];
-const EXPECTED_TRACES = 7; // five of example.org, two of four in sampled.test
+const EXPECTED_TRACES = 8; // six of example.org, two of four in sampled.test
 
 /** Runs `cmd` with the Corefile, sends the queries, waits until Zipkin has every new trace, stops it. */
 async function runSide(cmd: string, zipkin: number, known: Set<string>, dir: string, side: string): Promise<{ port: number; traces: Span[][] }> {
@@ -190,6 +197,11 @@ test('trace: nodens and CoreDNS 1.15.0 send the same spans to a real Zipkin', { 
     const chain: string[] = [];
     for (let n: Node | undefined = a.children[0]; n !== undefined; n = n.children[0]) chain.push(n.name);
     assert.deepEqual(chain, ['errors', 'log', 'template', 'hosts'], 'plugin.cfg order; metadata runs before trace');
+    // The lookup template makes for the CNAME target runs the block's chain again inside template's span:
+    // metadata hands it to trace (a span), trace sees the query's span and traces nothing new.
+    const lookup: string[] = [];
+    for (let n: Node | undefined = byName('cname.example.org.', 'A').children[0]; n !== undefined; n = n.children[0]) lookup.push(n.name);
+    assert.deepEqual(lookup, ['errors', 'log', 'template', 'trace', 'errors', 'log', 'template', 'hosts']);
     const nothing = byName('nothing.example.org.', 'A');
     assert.equal(nothing.tags['coredns.io/rcode'], 'SERVFAIL');
     assert.equal(nothing.tags['error'], 'true');
