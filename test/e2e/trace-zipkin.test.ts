@@ -216,3 +216,40 @@ test('trace: nodens and CoreDNS 1.15.0 send the same spans to a real Zipkin', { 
     await new Promise((r) => { zipkin.proc.once('exit', r); setTimeout(r, 10_000).unref(); });
   }
 });
+
+test('trace: with the collector away, nodens warns as CoreDNS 1.15.0 does (backlog disposal, refused POST)', { timeout: 900_000 }, async () => {
+  const coredns = scriptPath('coredns-reference.sh', 900_000);
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-trace-away-'));
+  const away = await freePort(); // nothing listens there
+  const warnings = async (cmd: string, side: string): Promise<string[]> => {
+    const port = await freePort();
+    const file = join(dir, `${side}.Corefile`);
+    writeFileSync(file, `.:${port} {\n  trace 127.0.0.1:${away} {\n    zipkin_max_batch_interval 200ms\n    zipkin_max_backlog_size 2\n  }\n  whoami\n}\n`);
+    const proc = spawn(cmd, ['-conf', file], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    const exited = new Promise<void>((resolve) => { proc.once('exit', () => { resolve(); }); });
+    try {
+      for (let i = 0; i < 200 && !out.includes('CoreDNS-'); i++) await sleep(25);
+      assert.ok(out.includes('CoreDNS-'), `${side} did not start:\n${out}`);
+      for (let i = 0; i < 4; i++) {
+        const m = newQuery('x.example.', 1);
+        m.id = 0x3000 + i;
+        await exchange(port, encodeMessage(m), { timeoutMs: 8000 });
+      }
+      await sleep(1000);
+    } finally {
+      proc.kill('SIGTERM');
+      await exited;
+    }
+    return [...new Set(out.split('\n').filter((l) => l.includes('plugin/trace')))].sort();
+  };
+  const ref = await warnings(coredns, 'reference');
+  const sub = await warnings(BIN, 'subject');
+  assert.deepEqual(ref, [
+    '[WARNING] plugin/trace: backlog too long, disposing 1 spans',
+    `[WARNING] plugin/trace: failed to send the request: Post "http://127.0.0.1:${away}/api/v2/spans": dial tcp 127.0.0.1:${away}: connect: connection refused`,
+  ]);
+  assert.deepEqual(sub, ref);
+});
