@@ -9,7 +9,7 @@ import { ZipkinTracer, type ZipkinEndpoint } from './span.ts';
 
 /** What `trace [ENDPOINT-TYPE] [ENDPOINT] { ... }` configures. */
 export interface TraceOptions {
-  /** `zipkin` (the default) or `datadog` (refused at setup: nodens has no Datadog tracer). */
+  /** `zipkin`, the only type nodens has (CoreDNS's `datadog` is refused with file:line: no Datadog tracer). */
   endpointType: string;
   /** For zipkin the collector's URL: `http://ENDPOINT/api/v2/spans` unless ENDPOINT is a URL already. */
   endpoint: string;
@@ -115,6 +115,10 @@ export function parse(c: SetupContext): TraceOptions {
       case 2: [o.endpointType, o.endpoint] = normalizeEndpoint(args[0]!.toLowerCase(), args[1]!); break;
       default: throw d.argErr();
     }
+    if (o.endpointType === 'datadog') {
+      // CoreDNS sends Datadog traces with dd-trace-go to a Datadog agent; nodens has no such tracer.
+      throw d.err("tracing endpoint type 'datadog' is not supported by nodens (no Datadog tracer); use zipkin");
+    }
     while (d.nextBlock()) {
       const opt = d.val();
       switch (opt) {
@@ -196,10 +200,6 @@ export const plugin: PluginDefinition = {
   name: 'trace',
   setup(c) {
     const o = parse(c);
-    if (o.endpointType === 'datadog') {
-      // CoreDNS sends Datadog traces with dd-trace-go to a Datadog agent; nodens has no such tracer.
-      throw new Error("tracing endpoint type 'datadog' is not supported by nodens (no Datadog tracer); use zipkin");
-    }
     // zipkin-go's ticker runs every tenth of the interval; Go panics at start-up when that is not positive.
     const interval = o.zipkinMaxBatchInterval;
     if (interval !== 0n && interval / 10n <= 0n) {

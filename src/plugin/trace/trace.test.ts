@@ -33,7 +33,8 @@ test('trace parse: endpoints, options and CoreDNS errors', async () => {
     ['. {\n trace HTTPS://h/x\n}', opts({ endpoint: 'HTTPS://h/x' })],
     // One argument is the endpoint of the default type.
     ['. {\n trace datadog\n}', opts({ endpoint: 'http://datadog/api/v2/spans' })],
-    ['. {\n trace datadog localhost:8126\n}', opts({ endpointType: 'datadog', endpoint: 'localhost:8126' })],
+    ['. {\n trace datadog localhost:8126\n}', E2 + "tracing endpoint type 'datadog' is not supported by nodens (no Datadog tracer); use zipkin"],
+    ['. {\n trace DataDog localhost:8126 {\n  datadog_analytics_rate 0.5\n }\n}', E2 + "tracing endpoint type 'datadog' is not supported by nodens (no Datadog tracer); use zipkin"],
     ['. {\n trace jaeger h:1\n}', "plugin/trace: tracing endpoint type 'jaeger' is not supported"],
     ['. {\n trace zipkin a b\n}', E2 + "Wrong argument count or unexpected line ending after 'b'"],
     ['. {\n trace tracinghost:9411 {\n  every 10000\n  service dnsproxy\n  client_server\n }\n}',
@@ -65,9 +66,7 @@ test('trace parse: endpoints, options and CoreDNS errors', async () => {
   ]);
 });
 
-test('trace setup: datadog, a backlog below zero and an interval too short to tick are setup errors', async () => {
-  assert.equal(await setupError(plugin, '. {\n trace datadog localhost:8126\n}'),
-    "plugin/trace: tracing endpoint type 'datadog' is not supported by nodens (no Datadog tracer); use zipkin");
+test('trace setup: a backlog below zero and an interval too short to tick are setup errors', async () => {
   assert.equal(await setupError(plugin, '. {\n trace {\n  zipkin_max_backlog_size -1\n }\n}'),
     'plugin/trace: zipkin_max_backlog_size must not be negative, got -1');
   assert.equal(await setupError(plugin, '. {\n trace {\n  zipkin_max_batch_interval 9ns\n }\n}'),
