@@ -77,6 +77,18 @@ export interface DeriveOptions {
   inPlace?: boolean;
 }
 
+/**
+ * A tracing span open for a query (CoreDNS's opentracing span in the query's context), set by the trace plugin
+ * and shared by derived requests and internal lookups. `pkg/next.ts` opens a child span, named after the plugin,
+ * around each plugin it calls while one is set, as CoreDNS's `plugin.NextOrFailure` does.
+ */
+export interface QuerySpan {
+  /** Starts a child span of this one. */
+  startChild(name: string): QuerySpan;
+  /** Ends the span (it is reported once, when it ends). */
+  finish(): void;
+}
+
 export class Request {
   /** The decoded query. Never changed in place: derive a request instead. */
   readonly msg: Message;
@@ -106,6 +118,8 @@ export class Request {
    */
   private readonly root: Request;
   private pluginName = '';
+  /** Set on the root by the trace plugin: the query's active span (undefined: not traced, the common case). */
+  private activeSpan: QuerySpan | undefined;
   private ede: EdnsOption[] | undefined;
   /** The metadata of the query: undefined until the metadata plugin's collection began it (CoreDNS's md in the context). */
   private meta: Map<string, string | (() => string)> | undefined;
@@ -262,6 +276,10 @@ export class Request {
     this.root.droppedOptionBytes = bytes;
   }
 
+  /** The query's active tracing span (see QuerySpan); undefined unless the trace plugin traces this query. */
+  get span(): QuerySpan | undefined { return this.root.activeSpan; }
+  set span(s: QuerySpan | undefined) { this.root.activeSpan = s; }
+
   /** Name of the plugin currently handling the query; the final writer records who replied. */
   get plugin(): string { return this.root.pluginName; }
   set plugin(name: string) { this.root.pluginName = name; }
@@ -385,6 +403,8 @@ export class Request {
     sub.meta = this.root.meta;
     // CoreDNS's context values reach the sub-query too (a copy: what it sets does not come back).
     if (this.root.values !== undefined) sub.values = new Map(this.root.values);
+    // So is the tracing span: the sub-query's plugins are traced as children of the plugin that asked.
+    sub.activeSpan = this.root.activeSpan;
     return router.exchange(sub);
   }
 

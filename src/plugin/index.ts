@@ -46,6 +46,7 @@ import { plugin as tsig } from './tsig/setup.ts';
 import { plugin as https } from './https/setup.ts';
 import { plugin as tls } from './tls/setup.ts';
 import { plugin as transfer } from './transfer/setup.ts';
+import { plugin as trace } from './trace/setup.ts';
 
 export const builtinPlugins: PluginDefinition[] = [
   acl,
@@ -92,4 +93,5 @@ export const builtinPlugins: PluginDefinition[] = [
   https,
   tls,
   transfer,
+  trace,
 ];
