@@ -7,15 +7,15 @@ import type { Handler, HandlerResult, ResponseWriter, ServerLogger } from '../pl
 import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
-import { replyTo } from '../../wire/message.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { NotAuthoritativeError, type Transferer } from '../pkg/transfer.ts';
-import { Result, type Zone } from './zone.ts';
-import { LOOP_KEY, lookup, type LookupAnswer, type LookupQuery } from './lookup.ts';
-import { SerialUnchangedError, zoneFromText } from './load.ts';
-import { goErrnoText, goOpenError } from './errors.ts';
+import { Result, type Zone } from '../pkg/zone/zone.ts';
+import type { LookupAnswer } from '../pkg/zone/lookup.ts';
+import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
+import { SerialUnchangedError, zoneFromText } from '../pkg/zone/load.ts';
+import { goErrnoText, goOpenError } from '../pkg/zone/errors.ts';
 
 /** One zone of the plugin and where it comes from; `zone` is swapped whole on reload. */
 export class ZoneSource {
@@ -86,16 +86,6 @@ export class ZoneSource {
   }
 }
 
-/** Copies of the records, so that plugins editing the reply (TTLs, names) never edit the zone. */
-function copied(rrs: readonly ResourceRecord[]): ResourceRecord[] {
-  const out = new Array<ResourceRecord>(rrs.length);
-  for (let i = 0; i < rrs.length; i++) {
-    const r = rrs[i]!;
-    out[i] = { name: r.name, type: r.type, class: r.class, ttl: r.ttl, data: r.data };
-  }
-  return out;
-}
-
 export class File implements Handler, Transferer {
   readonly name = 'file';
   private readonly next: Handler | undefined;
@@ -133,11 +123,7 @@ export class File implements Handler, Transferer {
       this.log.error(`Zone ${zone} is expired`);
       return Rcode.SERVFAIL;
     }
-    const loopValue = req.value(LOOP_KEY);
-    const q: LookupQuery = {
-      qname, qtype, dnssecOk: req.do, loop: loopValue === undefined ? 0 : Number(loopValue), upstream: req,
-    };
-    const a = lookup(z, q);
+    const a = lookupRequest(z, req);
     if (a instanceof Promise) return a.then((r) => this.answer(req, w, r));
     return this.answer(req, w, a);
   }
@@ -147,26 +133,7 @@ export class File implements Handler, Transferer {
     if (a.answer.length === 0 && (a.result === Result.NameError || a.result === Result.Success) && this.fall.through(req.name)) {
       return nextOrFailure(this.name, this.next, req, w);
     }
-    const m = replyTo(req.msg);
-    m.aa = true;
-    m.answer = copied(a.answer);
-    m.authority = copied(a.ns);
-    m.additional = copied(a.extra);
-    switch (a.result) {
-      case Result.NameError:
-        m.rcode = Rcode.NXDOMAIN;
-        break;
-      case Result.Delegation:
-        // A referral is not authoritative; a partial answer with an in-zone alias keeps AA.
-        if (m.answer.length === 0) m.aa = false;
-        break;
-      case Result.ServerFailure:
-        if (m.answer.length === 0) return Rcode.SERVFAIL;
-        m.rcode = Rcode.SERVFAIL;
-        break;
-    }
-    w.writeMsg(m);
-    return Rcode.NOERROR;
+    return writeAnswer(req, w, a);
   }
 
   transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
@@ -175,26 +142,4 @@ export class File implements Handler, Transferer {
     if (src === undefined) throw new NotAuthoritativeError(zone);
     return transferZone(src.zone, serial);
   }
-}
-
-/**
- * A zone's records for AXFR: the apex (SOA, its RRSIGs, NS, their RRSIGs), then each name in canonical
- * order, then the SOA again; only the SOA when `serial` (non-zero) is the zone's (IXFR fallback).
- * Throws at once for a zone without SOA.
- */
-export function transferZone(z: Zone, serial: number): AsyncIterable<ResourceRecord[]> {
-  const apex = z.apexRecords();
-  if (apex === undefined || z.soa === undefined) throw new Error('no SOA');
-  const soa = z.soa;
-  const elems = [...z.elems()];
-  return (async function* records(): AsyncGenerator<ResourceRecord[]> {
-    await Promise.resolve();
-    if (serial !== 0 && soa.data.serial === serial) {
-      yield [soa];
-      return;
-    }
-    yield apex;
-    for (const e of elems) yield e.all();
-    yield [soa];
-  })();
 }
