@@ -1,8 +1,7 @@
 // The file handler (CoreDNS plugin/file/file.go): answers from its zones, refuses AXFR/IXFR (the
 // transfer plugin serves those through the Transferer capability), drops NOTIFYs (a file zone has no
-// primary), and reloads each zone from disk on its interval.
+// primary); each zone reloads from disk on its interval (pkg/zone/source.ts).
 
-import { readFileSync, statSync } from 'node:fs';
 import type { Handler, HandlerResult, ResponseWriter, ServerLogger } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
@@ -11,80 +10,10 @@ import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { NotAuthoritativeError, type Transferer } from '../pkg/transfer.ts';
-import { Result, type Zone } from '../pkg/zone/zone.ts';
+import { Result } from '../pkg/zone/zone.ts';
 import type { LookupAnswer } from '../pkg/zone/lookup.ts';
 import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
-import { SerialUnchangedError, zoneFromText } from '../pkg/zone/load.ts';
-import { goErrnoText, goOpenError } from '../pkg/zone/errors.ts';
-
-/** One zone of the plugin and where it comes from; `zone` is swapped whole on reload. */
-export class ZoneSource {
-  readonly origin: string;
-  /** The master file (root applied). */
-  readonly file: string;
-  zone: Zone;
-  /** Reload interval in ms; 0: never. */
-  readonly reloadMs: number;
-  readonly reloadByMtime: boolean;
-  /** The file's modification time (ms) when last read, for `reload_by_mtime`. */
-  mtimeMs = 0;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(origin: string, file: string, zone: Zone, reloadMs: number, reloadByMtime: boolean) {
-    this.origin = origin;
-    this.file = file;
-    this.zone = zone;
-    this.reloadMs = reloadMs;
-    this.reloadByMtime = reloadByMtime;
-  }
-
-  /** One reload check (CoreDNS's ticker body): re-reads the file when its serial (or mtime) changed. */
-  reloadOnce(log: ServerLogger): void {
-    let serial = this.zone.serial;
-    let mtime = 0;
-    if (this.reloadByMtime) {
-      let st;
-      try {
-        st = statSync(this.file);
-      } catch (e) {
-        log.error(`Failed to stat zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)}: stat ${this.file}: ${goErrnoText(e)}`);
-        return;
-      }
-      if (st.mtimeMs <= this.mtimeMs) return;
-      mtime = st.mtimeMs;
-      serial = 0;
-    }
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (e) {
-      log.error(`Failed to open zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)}: ${goOpenError(this.file, e)}`);
-      return;
-    }
-    let z: Zone;
-    try {
-      z = zoneFromText(text, this.origin, this.file, serial);
-    } catch (e) {
-      if (!(e instanceof SerialUnchangedError)) log.error(`Parsing zone ${JSON.stringify(this.origin)}: ${(e as Error).message}`);
-      return;
-    }
-    this.zone = z;
-    if (this.reloadByMtime) this.mtimeMs = mtime;
-    log.info(`Successfully reloaded zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)} with ${z.serial} SOA serial`);
-  }
-
-  /** Starts the reload ticker (nothing when the interval is 0). */
-  start(log: ServerLogger): void {
-    if (this.reloadMs <= 0 || this.timer !== undefined) return;
-    this.timer = setInterval(() => { this.reloadOnce(log); }, this.reloadMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-}
+import type { ZoneSource } from '../pkg/zone/source.ts';
 
 export class File implements Handler, Transferer {
   readonly name = 'file';
