@@ -4,6 +4,7 @@
 import type { PluginDefinition } from './plugin.ts';
 import { plugin as acl } from './acl/setup.ts';
 import { plugin as anyPlugin } from './any/setup.ts';
+import { plugin as auto } from './auto/setup.ts';
 import { plugin as autopath } from './autopath/setup.ts';
 import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
@@ -46,6 +47,7 @@ import { plugin as tsig } from './tsig/setup.ts';
 export const builtinPlugins: PluginDefinition[] = [
   acl,
   anyPlugin,
+  auto,
   autopath,
   bind,
   cache,
