@@ -30,6 +30,7 @@ import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as root } from './root/setup.ts';
+import { plugin as secondary } from './secondary/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
 import { plugin as shed } from './shed/setup.ts';
@@ -74,6 +75,7 @@ export const builtinPlugins: PluginDefinition[] = [
   reload,
   rewrite,
   root,
+  secondary,
   siit,
   shed,
   view,
