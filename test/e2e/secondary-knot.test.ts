@@ -143,3 +143,86 @@ zone:
     await knot.stop();
   }
 });
+
+test('secondary catalog: knot generates an RFC 9432 catalog; members appear on both servers alike', { timeout: 90_000 }, async () => {
+  const subject = nodensBinary();
+  assert.ok(subject !== undefined, 'bin/nodens is missing');
+  const reference = referenceBinary();
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-catalog-'));
+  const [knotPort, nodensPort, corednsPort] = [await freePort(), await freePort(), await freePort()];
+  writeFileSync(join(dir, 'example.org.zone'), zoneText(7, ''));
+  writeFileSync(join(dir, 'example.net.zone'), zoneText(9, '').replaceAll('example.org.', 'example.net.'));
+  const conf = join(dir, 'knot.conf');
+  const knotConf = (members: string[]): string => `server:
+    rundir: "${dir}"
+    listen: 127.0.0.1@${knotPort}
+database:
+    storage: "${dir}"
+control:
+    listen: "${dir}/knot.sock"
+log:
+  - target: stderr
+    any: info
+remote:
+  - id: nodens
+    address: 127.0.0.1@${nodensPort}
+  - id: coredns
+    address: 127.0.0.1@${corednsPort}
+acl:
+  - id: xfr
+    address: 127.0.0.0/8
+    action: transfer
+template:
+  - id: default
+    storage: "${dir}"
+    file: "%s.zone"
+    zonefile-sync: -1
+zone:
+  - domain: catalog.example
+    catalog-role: generate
+    notify: [nodens, coredns]
+    acl: xfr
+${members.map((m) => `  - domain: ${m}\n    catalog-role: member\n    catalog-zone: catalog.example\n    acl: xfr\n`).join('')}`;
+  writeFileSync(conf, knotConf(['example.org']));
+  const knot = spawnArgv('knotd', [KNOTD, '-c', conf], dir, knotPort);
+  const corefile = join(dir, 'Corefile');
+  writeFileSync(corefile, `. {\n    bind 127.0.0.1\n    secondary catalog.example {\n        transfer from 127.0.0.1:${knotPort}\n        catalog example.org example.net\n    }\n}\n`);
+  let a: Running | undefined;
+  let b: Running | undefined;
+  const sameAnswers = async (names: string[]): Promise<Map<string, string>> => {
+    const got = new Map<string, string>();
+    for (const n of names) {
+      const x = await answer(a!.port, n, 'A');
+      assert.equal(x, await answer(b!.port, n, 'A'), n);
+      got.set(n, x);
+    }
+    return got;
+  };
+  try {
+    await waitFor(knot, /\[catalog\.example\.\] .*loaded, serial/, 1, 10_000);
+    a = await startServer({ name: 'nodens', command: subject, conf: corefile, cwd: dir, port: nodensPort });
+    b = await startServer({ name: 'coredns', command: reference, conf: corefile, cwd: dir, port: corednsPort });
+    const added = (z: string): RegExp => new RegExp(`\\[INFO\\] plugin/secondary: Added catalog member zone ${z.replaceAll('.', '\\.')} from catalog catalog\\.example\\.`);
+    const transferred = (z: string): RegExp => new RegExp(`\\[INFO\\] plugin/file: Transferred: ${z.replaceAll('.', '\\.')} from`);
+    for (const r of [a, b]) {
+      await waitFor(r, added('example.org.'), 1);
+      await waitFor(r, transferred('example.org.'), 1);
+    }
+    let got = await sameAnswers(['www.example.org', 'www.example.net', 'nope.example.org']);
+    assert.match(got.get('www.example.org')!, /192\.0\.2\.1/);
+    assert.match(got.get('www.example.net')!, /REFUSED/);
+
+    writeFileSync(conf, knotConf(['example.org', 'example.net']));
+    execFileSync(KNOTC, ['-c', conf, 'reload']);
+    for (const r of [a, b]) {
+      await waitFor(r, added('example.net.'), 1);
+      await waitFor(r, transferred('example.net.'), 1);
+    }
+    got = await sameAnswers(['www.example.org', 'www.example.net']);
+    assert.match(got.get('www.example.net')!, /192\.0\.2\.1/);
+  } finally {
+    await a?.stop();
+    await b?.stop();
+    await knot.stop();
+  }
+});

@@ -16,6 +16,8 @@ import type { LookupAnswer } from '../pkg/zone/lookup.ts';
 import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
 import { splitHostPort } from '../pkg/httpserver.ts';
 import { axfr, soaQuery } from './xfr.ts';
+import { parseCatalog, type Catalog, type CatalogMember } from './catalog.ts';
+import { isSubdomain } from '../../wire/name.ts';
 
 /** RFC 1982 serial arithmetic (CoreDNS's file.less): is `a` older than `b`? */
 export function serialLess(a: number, b: number): boolean {
@@ -27,6 +29,43 @@ export function serialLess(a: number, b: number): boolean {
 /** Go's time.Duration String for whole milliseconds below a minute, as the backoff prints them. */
 function goMs(ms: number): string {
   return ms < 1000 ? `${ms}ms` : `${ms / 1000}s`;
+}
+
+/** Node's longest timer delay; Go's tickers take any duration (a catalog's SOA timers are often huge). */
+const MAX_TIMER_MS = 2147483647;
+
+/** A ticker every `ms` milliseconds, for delays beyond Node's timer limit too. */
+class Ticker {
+  private timer: NodeJS.Timeout | undefined;
+  private left = 0;
+  private readonly ms: number;
+  private readonly fn: () => void;
+
+  constructor(ms: number, fn: () => void) {
+    this.ms = ms;
+    this.fn = fn;
+    this.arm(ms);
+  }
+
+  private arm(ms: number): void {
+    this.left = ms;
+    const step = Math.min(ms, MAX_TIMER_MS);
+    this.timer = setTimeout(() => {
+      this.left -= step;
+      if (this.left > 0) {
+        this.arm(this.left);
+        return;
+      }
+      this.arm(this.ms);
+      this.fn();
+    }, step);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
 }
 
 /** What the transfers and timers need from the outside: the loggers, and the clock for jitter. */
@@ -46,20 +85,27 @@ export class SecondaryZone {
   readonly transferFrom: readonly string[];
   zone: Zone;
   private readonly env: SecondaryEnv;
+  /** For a catalog zone (`catalog`): called with each transferred catalog, after the zone is replaced. */
+  private readonly onCatalog: ((cat: Catalog, from: SecondaryZone) => void) | undefined;
   private stopped = false;
-  private timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly tickers = new Set<Ticker>();
 
-  constructor(origin: string, transferFrom: readonly string[], env: SecondaryEnv) {
+  constructor(origin: string, transferFrom: readonly string[], env: SecondaryEnv, onCatalog?: (cat: Catalog, from: SecondaryZone) => void) {
     this.origin = origin;
     this.transferFrom = transferFrom;
     this.zone = new Zone(origin);
     this.env = env;
+    this.onCatalog = onCatalog;
   }
 
   /** CoreDNS's TransferIn: AXFR from each primary in turn until one succeeds; the zone is replaced whole. */
   async transferIn(): Promise<void> {
     if (this.transferFrom.length === 0) return;
     let err: Error | undefined;
+    let transferred: ResourceRecord[] = [];
+    let candidate: Zone | undefined;
+    let from = '';
     for (const tr of this.transferFrom) {
       let rrs: ResourceRecord[];
       try {
@@ -70,22 +116,36 @@ export class SecondaryZone {
         else this.env.fileLog.error(`Failed to transfer \`${this.origin}' from ${JSON.stringify(tr)}: ${err.message}`);
         continue;
       }
-      const candidate = new Zone(this.origin);
-      candidate.expired = this.zone.expired;
+      const c = new Zone(this.origin);
       try {
-        for (const rr of rrs) candidate.insert(rr);
+        // the catalog reads the records as transferred: keep them apart from the zone's (which edits owners)
+        for (const rr of rrs) {
+          if (this.onCatalog !== undefined) transferred.push({ ...rr });
+          c.insert(rr);
+        }
       } catch (e) {
         err = e as Error;
+        transferred = [];
         this.env.fileLog.error(`Failed to parse transfer \`${this.origin}' from: ${JSON.stringify(tr)}: ${err.message}`);
         continue;
       }
-      if (this.stopped) return;
-      candidate.expired = false;
-      this.zone = candidate;
-      this.env.fileLog.info(`Transferred: ${this.origin} from ${tr}`);
-      return;
+      candidate = c;
+      from = tr;
+      err = undefined;
+      break;
     }
     if (err !== undefined) throw err;
+    if (candidate === undefined || this.stopped) return;
+    // a catalog that does not parse leaves the zone as it was
+    const cat = this.onCatalog === undefined ? undefined : parseCatalog(this.origin, transferred);
+    this.zone = candidate;
+    this.env.fileLog.info(`Transferred: ${this.origin} from ${from}`);
+    if (cat !== undefined) this.onCatalog!(cat, this);
+  }
+
+  /** Takes over the data of `other` (a catalog member moving between catalogs with its identity kept). */
+  preserveFrom(other: SecondaryZone): void {
+    this.zone = other.zone;
   }
 
   /**
@@ -177,20 +237,20 @@ export class SecondaryZone {
       const refresh = Math.max(soa.refresh, 1) * 1000;
       const retry = Math.max(soa.retry, 1) * 1000;
       const expire = Math.max(soa.expire, 1) * 1000;
-      const restart = await this.tickers(refresh, retry, expire, () => retryActive, (v) => { retryActive = v; });
+      const restart = await this.runTickers(refresh, retry, expire, () => retryActive, (v) => { retryActive = v; });
       if (!restart) return;
     }
   }
 
   /** Runs one set of tickers until a restart (true) or shutdown (false). */
-  private tickers(refresh: number, retry: number, expire: number, getRetry: () => boolean, setRetry: (v: boolean) => void): Promise<boolean> {
+  private runTickers(refresh: number, retry: number, expire: number, getRetry: () => boolean, setRetry: (v: boolean) => void): Promise<boolean> {
     type Tick = 'refresh' | 'retry' | 'expire';
     return new Promise<boolean>((resolve) => {
       const pending: Tick[] = [];
       let busy = false;
-      const intervals: NodeJS.Timeout[] = [];
+      const tickers: Ticker[] = [];
       const done = (restart: boolean): void => {
-        for (const i of intervals) { clearInterval(i); this.timers.delete(i); }
+        for (const t of tickers) { t.stop(); this.tickers.delete(t); }
         resolve(restart);
       };
       const handle = async (t: Tick): Promise<'continue' | 'restart' | 'stop'> => {
@@ -255,10 +315,9 @@ export class SecondaryZone {
         void pump();
       };
       for (const [t, ms] of [['refresh', refresh], ['retry', retry], ['expire', expire]] as const) {
-        const i = setInterval(() => { tick(t); }, ms);
-        i.unref();
-        intervals.push(i);
-        this.timers.add(i);
+        const k = new Ticker(ms, () => { tick(t); });
+        tickers.push(k);
+        this.tickers.add(k);
       }
       this.onStop = () => { done(false); };
     });
@@ -268,27 +327,139 @@ export class SecondaryZone {
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers) { clearTimeout(t); clearInterval(t); }
+    for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
+    for (const t of this.tickers) t.stop();
+    this.tickers.clear();
     this.onStop?.();
     this.onStop = undefined;
   }
 }
 
+/** A member zone a catalog added. */
+interface DynamicZone {
+  catalog: string;
+  memberId: string;
+  sz: SecondaryZone;
+}
+
 export class Secondary implements Handler, Transferer {
   readonly name = 'secondary';
   private next: Handler | undefined;
-  /** The zones in Corefile order. */
-  readonly names: string[];
-  readonly zones: ReadonlyMap<string, SecondaryZone>;
+  /** The zones: the configured ones in Corefile order, then the catalogs' members as they come. */
+  names: string[];
+  readonly zones: Map<string, SecondaryZone>;
   private readonly fall: Fall;
+  private readonly env: SecondaryEnv;
   private readonly fileLog: ServerLogger;
+  /** The configured catalog zones and the member zones each accepts ([]: any). */
+  private readonly catalogZones: ReadonlyMap<string, readonly string[]>;
+  private readonly dynamic = new Map<string, DynamicZone>();
+  /** The last catalog parsed for each catalog zone. */
+  private readonly catalogs = new Map<string, Catalog>();
+  /** The member zones each catalog has added. */
+  private readonly catalogMembers = new Map<string, Set<string>>();
+  private stopped = false;
 
-  constructor(zones: ReadonlyMap<string, SecondaryZone>, fall: Fall, fileLog: ServerLogger) {
-    this.zones = zones;
-    this.names = [...zones.keys()];
+  /**
+   * `zones`: each configured zone and its primaries; `catalogZones`: which of them are catalogs, with the
+   * member zones they may add. Zones given as SecondaryZone objects are used as they are (tests).
+   */
+  constructor(zones: ReadonlyMap<string, readonly string[] | SecondaryZone>, fall: Fall, env: SecondaryEnv,
+    catalogZones: ReadonlyMap<string, readonly string[]> = new Map()) {
+    this.env = env;
+    this.fileLog = env.fileLog;
     this.fall = fall;
-    this.fileLog = fileLog;
+    this.catalogZones = catalogZones;
+    this.zones = new Map();
+    for (const [origin, from] of zones) {
+      this.zones.set(origin, from instanceof SecondaryZone ? from : new SecondaryZone(origin, from, env,
+        catalogZones.has(origin) ? (cat, cz) => { this.applyCatalog(origin, cat, cz); } : undefined));
+    }
+    this.names = [...this.zones.keys()];
+  }
+
+  private memberAllowed(origin: string, member: string): boolean {
+    const zones = this.catalogZones.get(origin);
+    if (zones === undefined) return false;
+    if (zones.length === 0) return true;
+    for (const z of zones) if (isSubdomain(member, z)) return true;
+    return false;
+  }
+
+  /** CoreDNS's applyCatalog: adds, resets, migrates and removes the member zones of catalog `origin`. */
+  private applyCatalog(origin: string, cat: Catalog, catalogZone: SecondaryZone): void {
+    const log = this.env.log;
+    const memberZones = new Set<string>();
+    const starts: SecondaryZone[] = [];
+    let rejected = 0;
+    for (const member of cat.members) {
+      if (!this.memberAllowed(origin, member.zone)) {
+        rejected++;
+        continue;
+      }
+      memberZones.add(member.zone);
+      if (this.zones.has(member.zone)) {
+        const dyn = this.dynamic.get(member.zone);
+        if (dyn === undefined) {
+          log.warning(`Skipping catalog member zone ${member.zone} from ${origin}: zone already exists`);
+          continue;
+        }
+        if (dyn.catalog === origin) {
+          if (dyn.memberId === member.id) continue;
+          const previous = dyn.memberId;
+          starts.push(this.replaceDynamic(member, origin, catalogZone, undefined));
+          log.info(`Reset catalog member zone ${member.zone} from ${origin} after member ID changed from ${previous} to ${member.id}`);
+          continue;
+        }
+        const source = this.catalogs.get(dyn.catalog)?.members.find((m) => m.zone === member.zone);
+        if (source === undefined || source.changeOfOwnership !== origin) {
+          log.warning(`Skipping catalog member zone ${member.zone} from ${origin}: zone already exists`);
+          continue;
+        }
+        const preserved = dyn.memberId === source.id && source.id === member.id;
+        starts.push(this.replaceDynamic(member, origin, catalogZone, preserved ? dyn.sz : undefined));
+        if (preserved) {
+          log.info(`Migrated catalog member zone ${member.zone} from catalog ${dyn.catalog} to ${origin}, preserving state for member ID ${source.id}`);
+        } else {
+          log.info(`Migrated catalog member zone ${member.zone} from catalog ${dyn.catalog} to ${origin} with state reset after member identity changed from ${source.id} to ${member.id}`);
+        }
+        continue;
+      }
+      starts.push(this.replaceDynamic(member, origin, catalogZone, undefined));
+      log.info(`Added catalog member zone ${member.zone} from catalog ${origin}`);
+    }
+    for (const member of this.catalogMembers.get(origin) ?? []) {
+      if (memberZones.has(member)) continue;
+      const dyn = this.dynamic.get(member);
+      if (dyn === undefined || dyn.catalog !== origin) continue;
+      dyn.sz.stop();
+      this.dynamic.delete(member);
+      this.zones.delete(member);
+      this.names = this.names.filter((n) => n !== member);
+      log.info(`Removed catalog member zone ${member} from catalog ${origin}`);
+    }
+    this.catalogMembers.set(origin, memberZones);
+    this.catalogs.set(origin, cat);
+    if (rejected > 0) log.warning(`Skipped ${rejected} member zones from catalog ${origin}: outside configured member zones`);
+    if (!this.stopped) for (const sz of starts) void sz.run();
+    log.info(`Parsed catalog zone ${origin} with ${cat.members.length} member zones`);
+  }
+
+  private replaceDynamic(member: CatalogMember, origin: string, catalogZone: SecondaryZone, preserveFrom: SecondaryZone | undefined): SecondaryZone {
+    this.dynamic.get(member.zone)?.sz.stop();
+    const sz = new SecondaryZone(member.zone, [...catalogZone.transferFrom], this.env);
+    if (preserveFrom !== undefined) sz.preserveFrom(preserveFrom);
+    if (!this.zones.has(member.zone)) this.names.push(member.zone);
+    this.zones.set(member.zone, sz);
+    this.dynamic.set(member.zone, { catalog: origin, memberId: member.id, sz });
+    return sz;
+  }
+
+  /** Stops the member zones' transfers (CoreDNS's stopDynamicZones). */
+  stopDynamic(): void {
+    this.stopped = true;
+    for (const d of this.dynamic.values()) d.sz.stop();
   }
 
   withNext(next: Handler | undefined): this {

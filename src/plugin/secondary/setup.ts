@@ -1,10 +1,10 @@
 import type { PluginDefinition, ServerLogger, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
-import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
+import { normalizeHostExact, originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseIP } from '../../wire/ip.ts';
 import { Fall } from '../pkg/fall.ts';
 import { joinHostPort, splitHostPort } from '../pkg/httpserver.ts';
-import { Secondary, SecondaryZone, type SecondaryEnv } from './secondary.ts';
+import { Secondary, type SecondaryEnv } from './secondary.ts';
 
 /** What the block's `secondary` lines configure. */
 export interface SecondaryOptions {
@@ -12,6 +12,8 @@ export interface SecondaryOptions {
   zones: Map<string, string[]>;
   /** `fallthrough [ZONES...]`, shared by every line of the block. */
   fall: Fall;
+  /** `catalog [MEMBER-ZONES...]`: the zones read as RFC 9432 catalogs, each with the member zones it may add ([]: any). */
+  catalogs: Map<string, string[]>;
 }
 
 /** Go's net.ParseIP on an address with any `%zone` stripped (CoreDNS's stripZone). */
@@ -47,9 +49,29 @@ function transferIn(d: Dispenser): string[] {
   });
 }
 
+/** CoreDNS's catalogMemberZonesFromArgs. */
+function memberZonesFromArgs(args: readonly string[]): string[] {
+  const zones: string[] = [];
+  for (const a of args) {
+    const n = normalizeHostExact(a);
+    if (n.length === 0) throw new Error(`invalid catalog member zone ${JSON.stringify(a)}`);
+    zones.push(...n);
+  }
+  return zones;
+}
+
+/** CoreDNS's mergeCatalogMemberZones: a second `catalog` adds its zones; either one without zones accepts any. */
+function mergeMemberZones(existing: string[] | undefined, zones: readonly string[]): string[] {
+  if (existing !== undefined && (existing.length === 0 || zones.length === 0)) return [];
+  const merged = [...(existing ?? [])];
+  for (const z of zones) if (!merged.includes(z)) merged.push(z);
+  return merged;
+}
+
 export function parse(c: SetupContext): SecondaryOptions {
   const d = c.dispenser;
   const zones = new Map<string, string[]>();
+  const catalogs = new Map<string, string[]>();
   const fall = new Fall();
   while (d.next()) {
     if (d.val() !== 'secondary') continue;
@@ -64,6 +86,11 @@ export function parse(c: SetupContext): SecondaryOptions {
           for (const o of origins) zones.get(o)!.push(...f);
           break;
         }
+        case 'catalog': {
+          const members = memberZonesFromArgs(d.remainingArgs());
+          for (const o of origins) catalogs.set(o, mergeMemberZones(catalogs.get(o), members));
+          break;
+        }
         case 'fallthrough':
           fall.setZonesFromArgs(d.remainingArgs());
           break;
@@ -73,7 +100,7 @@ export function parse(c: SetupContext): SecondaryOptions {
     }
     if (!hasTransfer) throw d.err('secondary zones require a transfer from property');
   }
-  return { zones, fall };
+  return { zones, fall, catalogs };
 }
 
 /** A logger printing as CoreDNS's file plugin: the transfers and NOTIFYs of secondary run file's code. */
@@ -94,14 +121,13 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const o = parse(c);
     const env: SecondaryEnv = { log: c.log, fileLog: fileLogger(c), random: (n) => Math.floor(Math.random() * n) };
-    const zones = new Map<string, SecondaryZone>();
-    for (const [origin, from] of o.zones) zones.set(origin, new SecondaryZone(origin, from, env));
-    for (const z of zones.values()) {
+    const s = new Secondary(o.zones, o.fall, env, o.catalogs);
+    for (const z of s.zones.values()) {
       if (z.transferFrom.length === 0) continue;
       c.onStartup(() => { void z.run(); });
       c.onShutdown(() => { z.stop(); });
     }
-    const s = new Secondary(zones, o.fall, env.fileLog);
+    c.onShutdown(() => { s.stopDynamic(); });
     c.addPlugin((next) => s.withNext(next));
   },
 };
