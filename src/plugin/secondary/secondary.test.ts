@@ -46,6 +46,7 @@ test('secondary parse', async () => {
     ['example.org {\n secondary {\n  transfer from 10.0.0.1\n  catalog a..b\n }\n}', 'plugin/secondary: invalid catalog member zone "a..b"'],
     ['. {\n secondary a.org {\n  transfer from 10.0.0.1\n }\n secondary b.org {\n  transfer from 10.0.0.2\n  fallthrough b.org\n }\n}',
       { zones: { 'a.org.': ['10.0.0.1:53'], 'b.org.': ['10.0.0.2:53'] }, fall: fall('b.org'), catalogs: {} }],
+    ['example.org {\n secondary {\n  transfer from fe80::1%eth0 [fe80::2%lo]:5300\n }\n}', { zones: { 'example.org.': ['[fe80::1%eth0]:53', '[fe80::2%lo]:5300'] }, fall: fall(), catalogs: {} }],
     ['example.org {\n secondary\n}', 'plugin/secondary: Corefile:2 - Error during parsing: secondary zones require a transfer from property'],
     ['example.org {\n secondary {\n  fallthrough\n }\n}', 'plugin/secondary: Corefile:4 - Error during parsing: secondary zones require a transfer from property'],
     ['example.org {\n secondary {\n  transfer to 1.2.3.4\n }\n}', E + 'unknown property to'],
