@@ -182,6 +182,9 @@ test('transfer in over several messages; serial check; failures logged as CoreDN
   await assert.rejects(only.transferIn(), { message: 'dns: bad xfr rcode: 5' });
   assert.deepEqual(lines, [`[ERROR] plugin/file: Failed to transfer \`example.org.' from "${addr}": dns: bad xfr rcode: 5`]);
   await assert.rejects(new SecondaryZone('example.org.', ['127.0.0.1:1'], env([])).shouldTransfer(), { message: 'dial tcp 127.0.0.1:1: connect: connection refused' });
+  // ports as Go's dialer resolves them
+  await assert.rejects(new SecondaryZone('example.org.', ['127.0.0.1:99999'], env([])).transferIn(), { message: 'dial tcp: address 99999: invalid port' });
+  await assert.rejects(new SecondaryZone('example.org.', ['127.0.0.1:nosuchservice'], env([])).transferIn(), { message: 'dial tcp: lookup tcp/nosuchservice: unknown port' });
   await p.close();
 });
 

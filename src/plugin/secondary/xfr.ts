@@ -1,6 +1,7 @@
 // Zone transfer in over TCP, as miekg/dns's Transfer.In (AXFR) and Client.Exchange (the SOA check) do
 // for CoreDNS's secondary: 2 s to connect, 2 s for each read, the messages framed with their length.
 
+import { readFileSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Message, ResourceRecord } from '../../wire/types.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
@@ -23,6 +24,29 @@ function netError(op: string, addr: string, local: string | undefined, e: unknow
             : (e as Error).message;
   if (op === 'dial') return new Error(`dial tcp ${addr}: ${why}`);
   return new Error(`${op} tcp ${local ?? ''}->${addr}: ${why}`);
+}
+
+/** Go's port resolution for dialing: a number up to 65535, or a tcp service name from /etc/services. */
+function dialPort(port: string): number {
+  if (/^[0-9]+$/.test(port)) {
+    const n = Number(port);
+    if (n > 65535) throw new Error(`dial tcp: address ${port}: invalid port`);
+    return n;
+  }
+  let services = '';
+  try {
+    services = readFileSync('/etc/services', 'latin1');
+  } catch {
+    // no services file: every name is unknown
+  }
+  for (const line of services.split('\n')) {
+    const f = line.replace(/#.*/, '').trim().split(/\s+/);
+    if (f.length < 2) continue;
+    const [num, proto] = f[1]!.split('/');
+    if (proto !== 'tcp') continue;
+    if (f[0] === port || f.slice(2).includes(port)) return Number(num);
+  }
+  throw new Error(`dial tcp: lookup tcp/${port}: unknown port`);
 }
 
 /** One TCP connection reading length-framed DNS messages. */
@@ -54,12 +78,20 @@ class TcpConn {
   }
 
   static dial(addr: string): Promise<TcpConn> {
-    const { host, port } = splitHostPort(addr);
+    const { host, port: portText } = splitHostPort(addr);
+    let port: number;
+    try {
+      port = dialPort(portText);
+    } catch (e) {
+      return Promise.reject(e as Error);
+    }
+    // Go names the resolved address in its errors (a service name's number)
+    addr = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
     return new Promise((resolve, reject) => {
       const sock = new Socket();
       const timer = setTimeout(() => { sock.destroy(); reject(new Error(`dial tcp ${addr}: i/o timeout`)); }, TIMEOUT_MS);
       sock.once('error', (e) => { clearTimeout(timer); reject(netError('dial', addr, undefined, e)); });
-      sock.connect(Number(port), host, () => {
+      sock.connect(port, host, () => {
         clearTimeout(timer);
         sock.removeAllListeners('error');
         resolve(new TcpConn(sock, addr));
