@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rcode, RRType } from '../../wire/constants.ts';
@@ -41,16 +41,15 @@ test('auto parse', async () => {
   ], { view });
 });
 
-test('auto parse: a missing directory warns, an unreadable one is an error', async () => {
+test('auto parse: a missing directory warns, one that cannot be examined is an error', async () => {
   const lines = await captureLog(async () => {
     await parseTable<AutoOptions, AutoView>('auto', parse, [[`. {\n auto {\n  directory ${dir}/missing\n }\n}`, { directory: `${dir}/missing` }]], { view, partial: true });
   });
   assert.deepEqual(lines, [`[WARNING] plugin/auto: Directory does not exist: ${dir}/missing`]);
-  if (process.getuid?.() === 0) return; // root reads anything: the permission error cannot happen
-  const locked = join(dir, 'locked');
-  mkdirSync(locked);
-  chmodSync(locked, 0);
-  await parseTable<AutoOptions, AutoView>('auto', parse, [[`. {\n auto {\n  directory ${locked}/x\n }\n}`, `${E}Unable to access root path '${locked}/x': stat ${locked}/x: permission denied`]], { view });
+  // a path through a file: stat fails with ENOTDIR (whoever runs the test)
+  const file = join(dir, 'plain');
+  writeFileSync(file, '');
+  await parseTable('auto', parse, [[`. {\n auto {\n  directory ${file}/x\n }\n}`, `${E}Unable to access root path '${file}/x': stat ${file}/x: not a directory`]], { view });
 });
 
 test('origins from file names: unanchored regexp, Go Expand template, FQDN', () => {
