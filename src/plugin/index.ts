@@ -4,6 +4,7 @@
 import type { PluginDefinition } from './plugin.ts';
 import { plugin as acl } from './acl/setup.ts';
 import { plugin as anyPlugin } from './any/setup.ts';
+import { plugin as auto } from './auto/setup.ts';
 import { plugin as autopath } from './autopath/setup.ts';
 import { plugin as bind } from './bind/setup.ts';
 import { plugin as cache } from './cache/setup.ts';
@@ -30,6 +31,7 @@ import { plugin as prometheus } from './prometheus/setup.ts';
 import { plugin as ready } from './ready/setup.ts';
 import { plugin as reload } from './reload/setup.ts';
 import { plugin as root } from './root/setup.ts';
+import { plugin as secondary } from './secondary/setup.ts';
 import { plugin as rewrite } from './rewrite/setup.ts';
 import { plugin as siit } from './siit/setup.ts';
 import { plugin as shed } from './shed/setup.ts';
@@ -51,6 +53,7 @@ import { plugin as trace } from './trace/setup.ts';
 export const builtinPlugins: PluginDefinition[] = [
   acl,
   anyPlugin,
+  auto,
   autopath,
   bind,
   cache,
@@ -78,6 +81,7 @@ export const builtinPlugins: PluginDefinition[] = [
   reload,
   rewrite,
   root,
+  secondary,
   siit,
   shed,
   view,

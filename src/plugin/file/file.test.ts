@@ -12,9 +12,11 @@ import { Fall } from '../pkg/fall.ts';
 import { NotAuthoritativeError, isTransferer } from '../pkg/transfer.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { parse, plugin, type FileOptions } from './setup.ts';
-import { File, ZoneSource, transferZone } from './file.ts';
-import { zoneFromText } from './load.ts';
-import { Zone } from './zone.ts';
+import { File } from './file.ts';
+import { ZoneSource } from '../pkg/zone/source.ts';
+import { transferZone } from '../pkg/zone/answer.ts';
+import { zoneFromText } from '../pkg/zone/load.ts';
+import { Zone } from '../pkg/zone/zone.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodens-filep-'));
 const db = join(dir, 'db.example.org');

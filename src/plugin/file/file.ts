@@ -1,103 +1,19 @@
 // The file handler (CoreDNS plugin/file/file.go): answers from its zones, refuses AXFR/IXFR (the
 // transfer plugin serves those through the Transferer capability), drops NOTIFYs (a file zone has no
-// primary), and reloads each zone from disk on its interval.
+// primary); each zone reloads from disk on its interval (pkg/zone/source.ts).
 
-import { readFileSync, statSync } from 'node:fs';
 import type { Handler, HandlerResult, ResponseWriter, ServerLogger } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
-import { replyTo } from '../../wire/message.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
-import { NotAuthoritativeError, type Notifier, type Transferer } from '../pkg/transfer.ts';
-import { Result, type Zone } from './zone.ts';
-import { LOOP_KEY, lookup, type LookupAnswer, type LookupQuery } from './lookup.ts';
-import { SerialUnchangedError, zoneFromText } from './load.ts';
-import { goErrnoText, goOpenError } from './errors.ts';
-
-/** One zone of the plugin and where it comes from; `zone` is swapped whole on reload. */
-export class ZoneSource {
-  readonly origin: string;
-  /** The master file (root applied). */
-  readonly file: string;
-  zone: Zone;
-  /** Reload interval in ms; 0: never. */
-  readonly reloadMs: number;
-  readonly reloadByMtime: boolean;
-  /** The file's modification time (ms) when last read, for `reload_by_mtime`. */
-  mtimeMs = 0;
-  private timer: NodeJS.Timeout | undefined;
-  /** The block's transfer plugin, told after each reload (set at start-up). */
-  notifier: Notifier | undefined;
-
-  constructor(origin: string, file: string, zone: Zone, reloadMs: number, reloadByMtime: boolean) {
-    this.origin = origin;
-    this.file = file;
-    this.zone = zone;
-    this.reloadMs = reloadMs;
-    this.reloadByMtime = reloadByMtime;
-  }
-
-  /** One reload check (CoreDNS's ticker body): re-reads the file when its serial (or mtime) changed. */
-  reloadOnce(log: ServerLogger): void {
-    let serial = this.zone.serial;
-    let mtime = 0;
-    if (this.reloadByMtime) {
-      let st;
-      try {
-        st = statSync(this.file);
-      } catch (e) {
-        log.error(`Failed to stat zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)}: stat ${this.file}: ${goErrnoText(e)}`);
-        return;
-      }
-      if (st.mtimeMs <= this.mtimeMs) return;
-      mtime = st.mtimeMs;
-      serial = 0;
-    }
-    let text: string;
-    try {
-      text = readFileSync(this.file, 'utf8');
-    } catch (e) {
-      log.error(`Failed to open zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)}: ${goOpenError(this.file, e)}`);
-      return;
-    }
-    let z: Zone;
-    try {
-      z = zoneFromText(text, this.origin, this.file, serial);
-    } catch (e) {
-      if (!(e instanceof SerialUnchangedError)) log.error(`Parsing zone ${JSON.stringify(this.origin)}: ${(e as Error).message}`);
-      return;
-    }
-    this.zone = z;
-    if (this.reloadByMtime) this.mtimeMs = mtime;
-    log.info(`Successfully reloaded zone ${JSON.stringify(this.origin)} in ${JSON.stringify(this.file)} with ${z.serial} SOA serial`);
-    this.notifier?.notify(this.origin).catch((e: unknown) => { log.warning(`Failed sending notifies: ${(e as Error).message}`); });
-  }
-
-  /** Starts the reload ticker (nothing when the interval is 0). */
-  start(log: ServerLogger): void {
-    if (this.reloadMs <= 0 || this.timer !== undefined) return;
-    this.timer = setInterval(() => { this.reloadOnce(log); }, this.reloadMs);
-    this.timer.unref();
-  }
-
-  stop(): void {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
-  }
-}
-
-/** Copies of the records, so that plugins editing the reply (TTLs, names) never edit the zone. */
-function copied(rrs: readonly ResourceRecord[]): ResourceRecord[] {
-  const out = new Array<ResourceRecord>(rrs.length);
-  for (let i = 0; i < rrs.length; i++) {
-    const r = rrs[i]!;
-    out[i] = { name: r.name, type: r.type, class: r.class, ttl: r.ttl, data: r.data };
-  }
-  return out;
-}
+import { NotAuthoritativeError, type Transferer } from '../pkg/transfer.ts';
+import { Result } from '../pkg/zone/zone.ts';
+import type { LookupAnswer } from '../pkg/zone/lookup.ts';
+import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
+import type { ZoneSource } from '../pkg/zone/source.ts';
 
 export class File implements Handler, Transferer {
   readonly name = 'file';
@@ -136,11 +52,7 @@ export class File implements Handler, Transferer {
       this.log.error(`Zone ${zone} is expired`);
       return Rcode.SERVFAIL;
     }
-    const loopValue = req.value(LOOP_KEY);
-    const q: LookupQuery = {
-      qname, qtype, dnssecOk: req.do, loop: loopValue === undefined ? 0 : Number(loopValue), upstream: req,
-    };
-    const a = lookup(z, q);
+    const a = lookupRequest(z, req);
     if (a instanceof Promise) return a.then((r) => this.answer(req, w, r));
     return this.answer(req, w, a);
   }
@@ -150,26 +62,7 @@ export class File implements Handler, Transferer {
     if (a.answer.length === 0 && (a.result === Result.NameError || a.result === Result.Success) && this.fall.through(req.name)) {
       return nextOrFailure(this.name, this.next, req, w);
     }
-    const m = replyTo(req.msg);
-    m.aa = true;
-    m.answer = copied(a.answer);
-    m.authority = copied(a.ns);
-    m.additional = copied(a.extra);
-    switch (a.result) {
-      case Result.NameError:
-        m.rcode = Rcode.NXDOMAIN;
-        break;
-      case Result.Delegation:
-        // A referral is not authoritative; a partial answer with an in-zone alias keeps AA.
-        if (m.answer.length === 0) m.aa = false;
-        break;
-      case Result.ServerFailure:
-        if (m.answer.length === 0) return Rcode.SERVFAIL;
-        m.rcode = Rcode.SERVFAIL;
-        break;
-    }
-    w.writeMsg(m);
-    return Rcode.NOERROR;
+    return writeAnswer(req, w, a);
   }
 
   transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
@@ -178,26 +71,4 @@ export class File implements Handler, Transferer {
     if (src === undefined) throw new NotAuthoritativeError(zone);
     return transferZone(src.zone, serial);
   }
-}
-
-/**
- * A zone's records for AXFR: the apex (SOA, its RRSIGs, NS, their RRSIGs), then each name in canonical
- * order, then the SOA again; only the SOA when `serial` (non-zero) is the zone's (IXFR fallback).
- * Throws at once for a zone without SOA.
- */
-export function transferZone(z: Zone, serial: number): AsyncIterable<ResourceRecord[]> {
-  const apex = z.apexRecords();
-  if (apex === undefined || z.soa === undefined) throw new Error('no SOA');
-  const soa = z.soa;
-  const elems = [...z.elems()];
-  return (async function* records(): AsyncGenerator<ResourceRecord[]> {
-    await Promise.resolve();
-    if (serial !== 0 && soa.data.serial === serial) {
-      yield [soa];
-      return;
-    }
-    yield apex;
-    for (const e of elems) yield e.all();
-    yield [soa];
-  })();
 }

@@ -4,11 +4,12 @@ import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { formatDuration, parseDuration, toMillis } from '../pkg/duration.ts';
 import { Fall } from '../pkg/fall.ts';
-import { File, ZoneSource } from './file.ts';
+import { File } from './file.ts';
 import { isNotifier } from '../pkg/transfer.ts';
-import { zoneFromText } from './load.ts';
-import { Zone } from './zone.ts';
-import { goOpenError } from './errors.ts';
+import { ZoneSource } from '../pkg/zone/source.ts';
+import { zoneFromText } from '../pkg/zone/load.ts';
+import { Zone } from '../pkg/zone/zone.ts';
+import { goOpenError } from '../pkg/zone/errors.ts';
 
 /** One `file DBFILE [ZONES...]` line. */
 export interface FileEntry {

@@ -76,3 +76,55 @@ test('file NOTIFYs the transfer secondaries at start-up and after a reload; a re
     refuser.close();
   }
 });
+
+/** A UDP peer that acknowledges NOTIFYs and records the zones they name. */
+async function notifyPeer(): Promise<{ port: number; zones: string[]; close(): void }> {
+  const zones: string[] = [];
+  const s = createSocket('udp4');
+  s.on('message', (msg, rinfo) => {
+    const q = decodeMessage(msg);
+    if (q.opcode !== Opcode.NOTIFY) return;
+    zones.push(q.question[0]!.name);
+    s.send(encodeMessage(replyTo(q)), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((r) => { s.bind(0, '127.0.0.1', r); });
+  return { port: (s.address() as AddressInfo).port, zones, close: () => { s.close(); } };
+}
+
+test('auto NOTIFYs every zone it loaded after its walk; secondary NOTIFYs after each transfer in', { timeout: 20000 }, async () => {
+  const peer = await notifyPeer();
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-notify-'));
+  writeFileSync(join(dir, 'db.example.org'), zone(7));
+  // auto serves example.org. and is also the primary the secondary below transfers from
+  const primary = await startInProcess(`example.org:0 {
+  auto {
+    directory ${dir}
+  }
+  transfer {
+    to * 127.0.0.1:${peer.port}
+  }
+}
+`);
+  let secondary: Awaited<ReturnType<typeof startInProcess>> | undefined;
+  try {
+    await until(() => peer.zones.length >= 1, 5000);
+    assert.deepEqual(peer.zones, ['example.org.']);
+    const port = primary.addresses()[0]!.port;
+    peer.zones.length = 0;
+    secondary = await startInProcess(`example.org:0 {
+  secondary {
+    transfer from 127.0.0.1:${port}
+  }
+  transfer {
+    to * 127.0.0.1:${peer.port}
+  }
+}
+`);
+    await until(() => logLines.some((l) => l.includes(`Transferred: example.org. from 127.0.0.1:${port}`)) && peer.zones.length >= 1, 8000);
+    assert.deepEqual(peer.zones, ['example.org.']);
+  } finally {
+    await secondary?.stop();
+    await primary.stop();
+    peer.close();
+  }
+});

@@ -1,9 +1,9 @@
 // Reading a zone from its master file as CoreDNS's file.Parse does: the SOA's owner must be the origin,
 // a reload that finds the serial unchanged reads no further, and a file without SOA is refused.
 
-import type { ResourceRecord, SOAData } from '../../wire/types.ts';
-import { RRType } from '../../wire/constants.ts';
-import { asciiLower, fqdn } from '../../wire/name.ts';
+import type { ResourceRecord, SOAData } from '../../../wire/types.ts';
+import { RRType } from '../../../wire/constants.ts';
+import { asciiLower, fqdn } from '../../../wire/name.ts';
 import { Zone, canonicalEscape } from './zone.ts';
 import { ZoneParseError, parseZone } from './zonefile.ts';
 

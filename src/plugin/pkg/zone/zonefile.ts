@@ -9,10 +9,10 @@
 
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import type { ResourceRecord } from '../../wire/types.ts';
-import { RRType, stringToClass, stringToType } from '../../wire/constants.ts';
-import { fqdn, isDomainName } from '../../wire/name.ts';
-import { parseRecord } from '../../wire/text.ts';
+import type { ResourceRecord } from '../../../wire/types.ts';
+import { RRType, stringToClass, stringToType } from '../../../wire/constants.ts';
+import { fqdn, isDomainName } from '../../../wire/name.ts';
+import { parseRecord } from '../../../wire/text.ts';
 import { goOpenError } from './errors.ts';
 
 const MAX_INCLUDE_DEPTH = 7;

@@ -3,9 +3,9 @@
 // (through `upstream`, the server's own resolution), wildcards with the closest-encloser rules, empty
 // non-terminals, negative answers with the SOA and, for DNSSEC OK queries, the zone's RRSIGs and NSECs.
 
-import type { Message, NameData, ResourceRecord } from '../../wire/types.ts';
-import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
-import { asciiLower, countLabels, isSubdomain, nameEqual, nextLabel } from '../../wire/name.ts';
+import type { Message, NameData, ResourceRecord } from '../../../wire/types.ts';
+import { Rcode, RRClass, RRType } from '../../../wire/constants.ts';
+import { asciiLower, countLabels, isSubdomain, nameEqual, nextLabel } from '../../../wire/name.ts';
 import { Result, addTyped, signaturesFor, type Elem, type Zone } from './zone.ts';
 
 /** Sections and outcome of a lookup. */

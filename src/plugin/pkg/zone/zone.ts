@@ -3,9 +3,9 @@
 // CoreDNS's file plugin keeps it, insert/delete, search, the canonical neighbours of a name (NSEC denial,
 // empty non-terminals) and iteration for zone transfers.
 
-import type { NameData, RRSIGData, ResourceRecord, SOAData } from '../../wire/types.ts';
-import { RRType } from '../../wire/constants.ts';
-import { asciiLower, countLabels, fqdn, isSubdomain, nextLabel } from '../../wire/name.ts';
+import type { NameData, RRSIGData, ResourceRecord, SOAData } from '../../../wire/types.ts';
+import { RRType } from '../../../wire/constants.ts';
+import { asciiLower, countLabels, fqdn, isSubdomain, nextLabel } from '../../../wire/name.ts';
 
 /** The records of one owner name, by type (insertion order kept). */
 export class Elem {
