@@ -143,7 +143,7 @@ const scenarios: Scenario[] = [
   },
   {
     name: 'doh',
-    description: `DNS over HTTPS: the hosts scenario's ${HOSTS_N} names through an \`https://\` server (dnsperf -m doh, HTTP/2 GET, 16 connections with one query in flight each: dnsperf's DoH client stalls on two replies in one read); unbound: not configured`,
+    description: `DNS over HTTPS: the hosts scenario's ${HOSTS_N} names through an \`https://\` server (dnsperf -m doh, HTTP/2 GET, 16 connections with one query in flight each: dnsperf's DoH client takes one reply per TLS record read and stalls when a server packs two into one); unbound: not configured`,
     mode: 'doh',
     corefile: () => 'bench.test {\n    hosts hosts.txt\n}\nhttps://bench.test:{$NODENS_BENCH_SECURE_PORT} {\n    tls {$NODENS_BENCH_CERT} {$NODENS_BENCH_KEY}\n    hosts hosts.txt\n}\n',
     unboundServer: () => '',
@@ -272,9 +272,10 @@ function dnsperf(port: number, file: string, seconds: number, passes: number, ou
     '-n', String(passes), '-c', '4', '-q', '100', '-t', '2', '-v'];
   if (mode !== undefined) args.push('-m', mode);
   if (mode === 'doh') {
-    // dnsperf's DoH client keeps one reply per connection and read: two HTTP/2 replies arriving in one read stall
-    // its connection (`frame received when already having a dns msg`), whichever server sends them. One query in
-    // flight per connection, 16 connections, avoids that for both servers.
+    // dnsperf's DoH client takes one reply per TLS record it reads: when a server packs two replies into one
+    // record, the second waits in dnsperf's buffer until more bytes come (nodens sends one reply per connection
+    // and event-loop turn for that reason; Go's server can still pack them under load). One query in flight per
+    // connection, 16 connections, keeps both servers clear of it.
     args.splice(args.indexOf('-c', 4), 2, '-c', '16');
     args.splice(args.indexOf('-q'), 2, '-q', '16');
     args.push('-O', `doh-uri=https://127.0.0.1:${port}/dns-query`);

@@ -294,12 +294,41 @@ function send1(res: http.ServerResponse, status: number, headers: Array<[string,
 function send2(res: http2.Http2ServerResponse, status: number, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
   const st = res.stream;
   if (st.destroyed || st.headersSent) return;
-  try {
-    st.respond({ ':status': status, ...headers });
-    st.end(body);
-  } catch {
-    // The stream or its session closed meanwhile: nothing to answer.
-  }
+  inOwnTurn(st.session, () => {
+    if (st.destroyed || st.headersSent) return;
+    try {
+      st.respond({ ':status': status, ...headers });
+      st.end(body);
+    } catch {
+      // The stream or its session closed meanwhile: nothing to answer.
+    }
+  });
+}
+
+/**
+ * Replies of one HTTP/2 connection that wait for their own turn of the event loop. Node writes every frame
+ * queued in a turn as one TLS record, so two replies answered in the same turn would share a record, their
+ * frames interleaved; Go's server flushes reply by reply. Clients that read one TLS record per DNS message,
+ * as dnsperf's DoH client does, stall on a shared record (the second reply waits in its buffer until more
+ * bytes arrive). So a connection sends at most one reply per turn, and the others follow in later turns.
+ */
+const waitingReplies = new WeakMap<object, Array<() => void>>();
+
+function inOwnTurn(session: object | undefined, send: () => void): void {
+  if (session === undefined) { send(); return; }
+  const q = waitingReplies.get(session);
+  if (q !== undefined) { q.push(send); return; }
+  send();
+  waitingReplies.set(session, []);
+  setImmediate(nextTurn, session);
+}
+
+function nextTurn(session: object): void {
+  const q = waitingReplies.get(session);
+  const send = q?.shift();
+  if (send === undefined) { waitingReplies.delete(session); return; }
+  send();
+  setImmediate(nextTurn, session);
 }
 
 /** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */
