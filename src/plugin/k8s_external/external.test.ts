@@ -4,7 +4,7 @@ import { parseTable, runSetup, makeRequest, CaptureWriter, StubHandler, settle }
 import { parse, plugin, type K8sExternalOptions } from './setup.ts';
 import { External, addressType, goAddress } from './external.ts';
 import { Fall } from '../pkg/fall.ts';
-import type { Externaler, ExternalEndpoint, ExternalLookup, ExternalZoneName } from '../pkg/external.ts';
+import type { Externaler, ExternalEndpoint, ExternalLookup, ExternalZone } from '../pkg/external.ts';
 import type { Request } from '../../core/request.ts';
 import type { Handler, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
@@ -66,7 +66,7 @@ class FakeExternaler implements Externaler {
     return (this.reverse.get(address) ?? []).map((n) => `${n}.${zone}`);
   }
   externalAddress(): string[] { return this.addrs; }
-  externalServices(): ExternalZoneName[] { return []; }
+  externalServices(): ExternalZone { return { services: [], headless: [] }; }
   externalSerial(): number { return 1499347823; }
 }
 

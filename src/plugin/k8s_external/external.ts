@@ -10,6 +10,7 @@ import type { Request } from '../../core/request.ts';
 import type { Externaler, ExternalEndpoint } from '../pkg/external.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { nextOrFailure } from '../pkg/next.ts';
+import { checkZone, transfer } from './transfer.ts';
 import { trimZone, zonesMatches } from '../pkg/zones.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { replyTo } from '../../wire/message.ts';
@@ -30,7 +31,7 @@ export interface ExternalConfig {
 const HOSTMASTER = 'hostmaster';
 
 /** miekg dnsutil.Join: the labels joined, the root written once. */
-function join(...labels: string[]): string {
+export function join(...labels: string[]): string {
   let out = '';
   for (const l of labels) {
     if (l === '' || l === '.') continue;
@@ -319,6 +320,13 @@ export class External implements Handler {
     }
     w.writeMsg(m);
     return Rcode.NOERROR;
+  }
+
+  /** Transferer.transfer: one of the zones, whole (transfer.ts); NotAuthoritativeError for another name. */
+  transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {
+    checkZone(this.o.zones, zone);
+    const x = this.x!;
+    return transfer(this.o, x, this.soa(zone, x), zone, serial);
   }
 
   soa(zone: string, x: Externaler): ResourceRecord<SOAData> {

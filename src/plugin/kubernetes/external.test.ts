@@ -115,26 +115,44 @@ test('externalAddress: the external IPs of the services this server is an endpoi
   assert.deepEqual(k.externalAddress(true), ['1.2.3.4', '10.244.0.20']);
 });
 
-test('externalServices: every name of the external zone with its data, for transfers', () => {
+test('externalServices: the external zone as CoreDNS\'s ExternalServices lists it, for transfers', () => {
   const { k } = cluster();
   const z = 'example.org.';
-  const names = k.externalServices(z, true);
-  assert.deepEqual(names.map((n) => `${n.name}${n.srvOnly ? ' (SRV)' : ''}`), [
-    'svc-headless.testns.example.org.',
-    '_http._tcp.svc-headless.testns.example.org. (SRV)',
-    'endpoint-svc-0.svc-headless.testns.example.org.',
-    'endpoint-svc-1.svc-headless.testns.example.org.',
-    'svc1.testns.example.org.',
-    '_http._tcp.svc1.testns.example.org. (SRV)',
-    'svc11.testns.example.org.',
-    '_http._tcp.svc11.testns.example.org. (SRV)',
-    'svc12.testns.example.org.',
-    '_http._tcp.svc12.testns.example.org. (SRV)',
-    'svc6.testns.example.org.',
-    '_http._tcp.svc6.testns.example.org. (SRV)',
+  const zone = k.externalServices(z, true);
+  const show = (n: { name: string; srvOnly: boolean; endpoints: ExternalEndpoint[] }) =>
+    `${n.name}${n.srvOnly ? ' (SRV)' : ''} ${n.endpoints.map((e) => `${e.address}:${e.port}>${e.target}`).join(' ')}`;
+  // Every namespace (svc1.hidden too: CoreDNS reads the whole service list), by name then namespace,
+  // per address × port the service's name then its port name.
+  assert.deepEqual(zone.services.map(show), [
+    'svc1.hidden.example.org. 1.2.3.4:80>svc1.hidden.example.org.',
+    '_http._tcp.svc1.hidden.example.org. (SRV) 1.2.3.4:80>svc1.hidden.example.org.',
+    'svc1.testns.example.org. 1.2.3.4:80>svc1.testns.example.org.',
+    '_http._tcp.svc1.testns.example.org. (SRV) 1.2.3.4:80>svc1.testns.example.org.',
+    'svc11.testns.example.org. 2.3.4.5:80>svc11.testns.example.org.',
+    '_http._tcp.svc11.testns.example.org. (SRV) 2.3.4.5:80>svc11.testns.example.org.',
+    'svc12.testns.example.org. dummy.hostname:80>svc12.testns.example.org.',
+    '_http._tcp.svc12.testns.example.org. (SRV) dummy.hostname:80>svc12.testns.example.org.',
+    'svc6.testns.example.org. 1:2::5:80>svc6.testns.example.org.',
+    '_http._tcp.svc6.testns.example.org. (SRV) 1:2::5:80>svc6.testns.example.org.',
   ]);
-  for (const n of names) assert.deepEqual(n.endpoints, k.external(n.name, z, true).endpoints, n.name);
-  assert.deepEqual(k.externalServices(z, false).map((n) => n.name).filter((n) => n.includes('headless')), []);
+  // The headless service: its endpoints under its name, and under its named port with their names as addresses.
+  assert.deepEqual(zone.headless.map(show), [
+    'svc-headless.testns.example.org. 1.2.3.4:80>endpoint-svc-0.svc-headless.testns.example.org. 1.2.3.5:80>endpoint-svc-1.svc-headless.testns.example.org.',
+    '_http._tcp.svc-headless.testns.example.org. (SRV) endpoint-svc-0.svc-headless.testns.example.org.:80>endpoint-svc-0.svc-headless.testns.example.org. '
+      + 'endpoint-svc-1.svc-headless.testns.example.org.:80>endpoint-svc-1.svc-headless.testns.example.org.',
+  ]);
+  assert.deepEqual(k.externalServices(z, false).headless, []);
+  // A service without ports keeps CoreDNS's port -1 sentinel (no SRV record is made of it); an unnamed port is `_`.
+  const { c, k: k2 } = cluster();
+  c.upsertService(svc('bare', 'testns', { clusterIPs: ['10.0.0.60'], externalIPs: ['192.0.2.60'] }));
+  c.upsertService(svc('anon', 'testns', { clusterIPs: ['10.0.0.61'], externalIPs: ['192.0.2.61'], ports: [{ protocol: 'UDP', port: 53 }] }));
+  const names = k2.externalServices(z, true).services.filter((n) => n.name.includes('bare') || n.name.includes('anon'));
+  assert.deepEqual(names.map(show), [
+    'anon.testns.example.org. 192.0.2.61:53>anon.testns.example.org.',
+    '_._udp.anon.testns.example.org. (SRV) 192.0.2.61:53>anon.testns.example.org.',
+    'bare.testns.example.org. 192.0.2.60:-1>bare.testns.example.org.',
+    '_._.bare.testns.example.org. (SRV) 192.0.2.60:-1>bare.testns.example.org.',
+  ]);
 });
 
 test('externalSerial: bumped by changes to what the external zone shows only', () => {

@@ -3,9 +3,9 @@
 // with `headless`, headless services' ready endpoints, named in the
 // k8s_external plugin's zone as `[<endpoint>.]<service>.<namespace>.<zone>`.
 
-import type { ExternalEndpoint, ExternalLookup, ExternalZoneName } from '../pkg/external.ts';
+import type { ExternalEndpoint, ExternalLookup, ExternalZone, ExternalZoneName } from '../pkg/external.ts';
 import { Rcode } from '../../wire/constants.ts';
-import { isSubdomain, lowerName } from '../../wire/name.ts';
+import { isSubdomain } from '../../wire/name.ts';
 import type { Service } from './controller.ts';
 import { endpointHostname, ipFamily, matchPortAndProtocol, type Kubernetes } from './kubernetes.ts';
 
@@ -106,32 +106,44 @@ export function externalAddress(k: Kubernetes, headless: boolean): string[] {
   return out;
 }
 
-/** Externaler.externalServices: every name `external()` answers with data, and that data. */
-export function externalServices(k: Kubernetes, zone: string, headless: boolean): ExternalZoneName[] {
-  const out: ExternalZoneName[] = [];
-  const seen = new Set<string>(); // the names of one service
-  const add = (name: string, srvOnly: boolean) => {
-    const n = lowerName(name);
-    if (seen.has(n)) return;
-    seen.add(n);
-    const { endpoints } = external(k, n, zone, headless);
-    if (endpoints.length > 0) out.push({ name: n, srvOnly, endpoints });
+/**
+ * Externaler.externalServices (CoreDNS's ExternalServices): every service with external addresses,
+ * whatever its namespace (CoreDNS lists them all here), per address × port; with `headless`, a
+ * headless service's ready endpoints grouped under the service's name and under each named port.
+ */
+export function externalServices(k: Kubernetes, zone: string, headless: boolean): ExternalZone {
+  const services: ExternalZoneName[] = [];
+  const groups = new Map<string, ExternalZoneName>();
+  const ttl = k.o.ttl;
+  const group = (name: string, srvOnly: boolean): ExternalEndpoint[] => {
+    let g = groups.get(name);
+    if (g === undefined) { g = { name, srvOnly, endpoints: [] }; groups.set(name, g); }
+    return g.endpoints;
   };
   for (const svc of sortedServices(k.c.services.values())) {
-    const fromEndpoints = headless && svc.externalIPs.length === 0 && svc.headless;
-    if ((!fromEndpoints && svc.externalIPs.length === 0) || !k.namespaceExposed(svc.namespace)) continue;
     const base = `${svc.name}.${svc.namespace}.${under(zone)}`;
-    seen.clear();
-    add(base, false);
-    if (!fromEndpoints) {
-      for (const p of svc.ports) if (p.name !== '') add(`_${p.name}._${p.protocol}.${base}`, true);
+    if (headless && svc.externalIPs.length === 0 && svc.headless) {
+      for (const s of k.c.slicesOf(svc.key)) {
+        for (const a of s.addresses) {
+          const target = `${endpointHostname(a, k.o.endpointNameMode)}.${base}`;
+          for (const p of s.ports) {
+            group(base, false).push({ address: a.ip, port: p.port, ttl, target });
+            if (p.name === '') continue;
+            group(`_${p.name.toLowerCase()}._${p.protocol.toLowerCase()}.${base}`, true).push({ address: target, port: p.port, ttl, target });
+          }
+        }
+      }
       continue;
     }
-    const slices = k.c.slicesOf(svc.key);
-    for (const s of slices) for (const p of s.ports) if (p.name !== '') add(`_${p.name}._${p.protocol}.${base}`, true);
-    for (const s of slices) for (const a of s.addresses) add(`${endpointHostname(a, k.o.endpointNameMode)}.${base}`, false);
+    for (const ip of svc.externalIPs) {
+      for (const p of svc.ports) {
+        const e: ExternalEndpoint = { address: ip, port: p.port, ttl, target: base };
+        services.push({ name: base, srvOnly: false, endpoints: [e] });
+        services.push({ name: `_${p.name.toLowerCase()}._${p.protocol.toLowerCase()}.${base}`, srvOnly: true, endpoints: [e] });
+      }
+    }
   }
-  return out;
+  return { services, headless: [...groups.values()] };
 }
 
 /** Services (or service imports) in zone-transfer order: by name, then namespace (CoreDNS sorts by name only). */

@@ -14,7 +14,7 @@ import { zonesMatches } from '../pkg/zones.ts';
 import type { AutoPather } from '../pkg/autopath.ts';
 import type { MetadataProvider } from '../pkg/metadata.ts';
 import type { Transferer } from '../pkg/transfer.ts';
-import type { ExternalLookup, Externaler, ExternalZoneName } from '../pkg/external.ts';
+import type { ExternalLookup, Externaler, ExternalZone } from '../pkg/external.ts';
 import type { Controller, EndpointAddress, Service as KService } from './controller.ts';
 import { INVALID, parseRequest, type RecordRequest } from './parse.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
@@ -194,7 +194,7 @@ export class Kubernetes implements Handler, Readiness, AutoPather, Transferer, E
     return externalAddress(this, headless);
   }
 
-  externalServices(zone: string, headless: boolean): ExternalZoneName[] {
+  externalServices(zone: string, headless: boolean): ExternalZone {
     return externalServices(this, zone, headless);
   }
 

@@ -40,15 +40,35 @@ export interface ExternalLookup {
   rcode: number;
 }
 
-/** A name of the external zone and its data: what `external(name)` returns, for transfers. */
+/**
+ * A name of the external zone and the entries behind its records in a zone transfer (CoreDNS's
+ * msg.Service list from ExternalServices): see `ExternalZone`.
+ */
 export interface ExternalZoneName {
   name: string;
   /**
-   * True for `_<port>._<protocol>.<service>.<namespace>.<zone>`: only SRV records live there
-   * (an A query for such a name is answered too, but those are not zone data).
+   * True for `_<port>._<protocol>.<service>.<namespace>.<zone>` (the port name and protocol
+   * lower-cased; an unnamed port of a service with external addresses is `_._<protocol>`): only
+   * SRV records are made from it.
    */
   srvOnly: boolean;
   endpoints: ExternalEndpoint[];
+}
+
+/** The data of a whole external zone, for transfers, listed as CoreDNS's ExternalServices lists it. */
+export interface ExternalZone {
+  /**
+   * The services with external addresses (every namespace, as CoreDNS), by name then namespace:
+   * per address × port one entry for the service's name and one for its `_<port>._<protocol>`
+   * name (srvOnly), each with that single endpoint (`target`: the service's name).
+   */
+  services: ExternalZoneName[];
+  /**
+   * With `headless`, per headless service without external addresses: one group under the
+   * service's name with an endpoint per ready address × port (`target`: the endpoint's name),
+   * and one srvOnly group per named port whose endpoints' `address` is the endpoint's name.
+   */
+  headless: ExternalZoneName[];
 }
 
 export interface Externaler extends Handler {
@@ -74,12 +94,8 @@ export interface Externaler extends Handler {
    * server's own addresses. Possibly empty.
    */
   externalAddress(headless: boolean): string[];
-  /**
-   * Every name of `zone` with data, in a stable order (services sorted by name, then namespace;
-   * per service its own name, its `_<port>._<protocol>` names for named ports, then — headless —
-   * its endpoint names), each with the endpoints `external()` returns for it.
-   */
-  externalServices(zone: string, headless: boolean): ExternalZoneName[];
+  /** The data of the whole zone `zone`, for transfers (CoreDNS's ExternalServices). */
+  externalServices(zone: string, headless: boolean): ExternalZone;
   /** The SOA serial of `zone`: changes whenever any of its data does. */
   externalSerial(zone: string): number;
 }

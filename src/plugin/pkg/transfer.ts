@@ -1,6 +1,6 @@
 // Capability: a handler that can hand out a whole zone (CoreDNS's
 // transfer.Transferer), for the transfer plugin's AXFR/IXFR answers and NOTIFY.
-// Providers: file, auto, secondary, kubernetes. The transfer plugin asks each
+// Providers: file, auto, secondary, kubernetes, k8s_external. The transfer plugin asks each
 // provider of its block in chain order and uses the first that is authoritative.
 
 import type { Handler } from '../plugin.ts';
