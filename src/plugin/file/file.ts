@@ -10,9 +10,7 @@ import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { NotAuthoritativeError, type Transferer } from '../pkg/transfer.ts';
-import { Result } from '../pkg/zone/zone.ts';
-import type { LookupAnswer } from '../pkg/zone/lookup.ts';
-import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
+import { serveFromZone, transferZone } from '../pkg/zone/answer.ts';
 import type { ZoneSource } from '../pkg/zone/source.ts';
 
 export class File implements Handler, Transferer {
@@ -47,22 +45,7 @@ export class File implements Handler, Transferer {
       this.log.info(`Dropping notify from ${req.remoteAddress} for ${zone}`);
       return Rcode.NOERROR;
     }
-    const z = src.zone;
-    if (z.expired) {
-      this.log.error(`Zone ${zone} is expired`);
-      return Rcode.SERVFAIL;
-    }
-    const a = lookupRequest(z, req);
-    if (a instanceof Promise) return a.then((r) => this.answer(req, w, r));
-    return this.answer(req, w, a);
-  }
-
-  private answer(req: Request, w: ResponseWriter, a: LookupAnswer): HandlerResult {
-    // Only an NXDOMAIN (or the NOERROR of an empty non-terminal) falls through.
-    if (a.answer.length === 0 && (a.result === Result.NameError || a.result === Result.Success) && this.fall.through(req.name)) {
-      return nextOrFailure(this.name, this.next, req, w);
-    }
-    return writeAnswer(req, w, a);
+    return serveFromZone(src.zone, zone, req, w, this.log, this.fall, this.name, this.next);
   }
 
   transfer(zone: string, serial: number): AsyncIterable<ResourceRecord[]> {

@@ -11,9 +11,8 @@ import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { NotAuthoritativeError, type Notifier, type Transferer } from '../pkg/transfer.ts';
-import { Result, Zone } from '../pkg/zone/zone.ts';
-import type { LookupAnswer } from '../pkg/zone/lookup.ts';
-import { lookupRequest, transferZone, writeAnswer } from '../pkg/zone/answer.ts';
+import { Zone } from '../pkg/zone/zone.ts';
+import { serveFromZone, transferZone } from '../pkg/zone/answer.ts';
 import { splitHostPort } from '../pkg/httpserver.ts';
 import { axfr, soaQuery } from './xfr.ts';
 import { parseCatalog, type Catalog, type CatalogMember } from './catalog.ts';
@@ -482,22 +481,7 @@ export class Secondary implements Handler, Transferer {
     const qtype = req.qtype;
     if (qtype === RRType.AXFR || qtype === RRType.IXFR) return Rcode.REFUSED;
     if (req.msg.opcode === Opcode.NOTIFY) return this.notify(req, w, zone, sz);
-    const z = sz.zone;
-    if (z.expired) {
-      this.fileLog.error(`Zone ${zone} is expired`);
-      return Rcode.SERVFAIL;
-    }
-    const a = lookupRequest(z, req);
-    if (a instanceof Promise) return a.then((r) => this.answer(req, w, r));
-    return this.answer(req, w, a);
-  }
-
-  private answer(req: Request, w: ResponseWriter, a: LookupAnswer): HandlerResult {
-    // Only an NXDOMAIN (or the NOERROR of an empty non-terminal) falls through.
-    if (a.answer.length === 0 && (a.result === Result.NameError || a.result === Result.Success) && this.fall.through(req.name)) {
-      return nextOrFailure(this.name, this.next, req, w);
-    }
-    return writeAnswer(req, w, a);
+    return serveFromZone(sz.zone, zone, req, w, this.fileLog, this.fall, this.name, this.next);
   }
 
   /** A NOTIFY from a primary is answered at once, then the serial is checked and the zone transferred. */

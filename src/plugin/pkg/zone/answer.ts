@@ -1,7 +1,9 @@
 // What file, auto and secondary share once a zone is chosen: the lookup of a query in it, the reply built
 // from the lookup's answer (CoreDNS's file/auto/secondary ServeDNS tails) and the zone's records for AXFR.
 
-import type { HandlerResult, ResponseWriter } from '../../plugin.ts';
+import type { Handler, HandlerResult, ResponseWriter, ServerLogger } from '../../plugin.ts';
+import type { Fall } from '../fall.ts';
+import { nextOrFailure } from '../next.ts';
 import type { Request } from '../../../core/request.ts';
 import type { ResourceRecord } from '../../../wire/types.ts';
 import { Rcode } from '../../../wire/constants.ts';
@@ -15,6 +17,29 @@ export function lookupRequest(z: Zone, req: Request): LookupAnswer | Promise<Loo
   return lookup(z, {
     qname: req.name, qtype: req.qtype, dnssecOk: req.do, loop: loopValue === undefined ? 0 : Number(loopValue), upstream: req,
   });
+}
+
+/**
+ * file's ServeDNS once the zone is chosen (secondary's too: CoreDNS's secondary embeds file): an expired zone is
+ * SERVFAIL, logged through `log`; else the lookup's reply, except that an NXDOMAIN (or an empty non-terminal's
+ * NOERROR) in a `fallthrough` zone goes to the next plugin.
+ */
+export function serveFromZone(z: Zone, zone: string, req: Request, w: ResponseWriter, log: ServerLogger, fall: Fall,
+  plugin: string, next: Handler | undefined): HandlerResult {
+  if (z.expired) {
+    log.error(`Zone ${zone} is expired`);
+    return Rcode.SERVFAIL;
+  }
+  const a = lookupRequest(z, req);
+  if (a instanceof Promise) return a.then((r) => answerOrFall(r, req, w, fall, plugin, next));
+  return answerOrFall(a, req, w, fall, plugin, next);
+}
+
+function answerOrFall(a: LookupAnswer, req: Request, w: ResponseWriter, fall: Fall, plugin: string, next: Handler | undefined): HandlerResult {
+  if (a.answer.length === 0 && (a.result === Result.NameError || a.result === Result.Success) && fall.through(req.name)) {
+    return nextOrFailure(plugin, next, req, w);
+  }
+  return writeAnswer(req, w, a);
 }
 
 /** Copies of the records, so that plugins editing the reply (TTLs, names) never edit the zone. */
