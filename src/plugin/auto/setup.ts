@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { isAbsolute, join, normalize } from 'node:path';
-import type { PluginDefinition, ServerLogger, SetupContext } from '../plugin.ts';
+import { fileLogger } from '../pkg/zone/log.ts';
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseDuration, toMillis } from '../pkg/duration.ts';
 import { GoRegexp } from '../pkg/regexp.ts';
@@ -95,24 +96,11 @@ export function parse(c: SetupContext): AutoOptions {
   return o;
 }
 
-/** A logger printing as CoreDNS's file plugin: auto's zones reload through file's code and log. */
-function fileLogger(c: SetupContext): ServerLogger {
-  const l = c.instance.log;
-  return {
-    get debugEnabled() { return l.debugEnabled; },
-    debug: (m) => { l.debug('plugin/file: ' + m); },
-    info: (m) => { l.info('plugin/file: ' + m); },
-    warning: (m) => { l.warning('plugin/file: ' + m); },
-    error: (m) => { l.error('plugin/file: ' + m); },
-    fatal: (m) => { l.fatal('plugin/file: ' + m); },
-  };
-}
-
 export const plugin: PluginDefinition = {
   name: 'auto',
   setup(c) {
     const o = parse(c);
-    const a = new Auto(undefined, o, c.log, fileLogger(c));
+    const a = new Auto(undefined, o, c.log, fileLogger(c.instance.log));
     let timer: NodeJS.Timeout | undefined;
     c.onStartup(() => {
       const t = c.config.handlers.find((h) => h.name === 'transfer');

@@ -1,5 +1,6 @@
 import { isNotifier } from '../pkg/transfer.ts';
-import type { PluginDefinition, ServerLogger, SetupContext } from '../plugin.ts';
+import { fileLogger } from '../pkg/zone/log.ts';
+import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { normalizeHostExact, originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseIP } from '../../wire/ip.ts';
@@ -104,24 +105,11 @@ export function parse(c: SetupContext): SecondaryOptions {
   return { zones, fall, catalogs };
 }
 
-/** A logger printing as CoreDNS's file plugin: the transfers and NOTIFYs of secondary run file's code. */
-function fileLogger(c: SetupContext): ServerLogger {
-  const l = c.instance.log;
-  return {
-    get debugEnabled() { return l.debugEnabled; },
-    debug: (m) => { l.debug('plugin/file: ' + m); },
-    info: (m) => { l.info('plugin/file: ' + m); },
-    warning: (m) => { l.warning('plugin/file: ' + m); },
-    error: (m) => { l.error('plugin/file: ' + m); },
-    fatal: (m) => { l.fatal('plugin/file: ' + m); },
-  };
-}
-
 export const plugin: PluginDefinition = {
   name: 'secondary',
   setup(c) {
     const o = parse(c);
-    const env: SecondaryEnv = { log: c.log, fileLog: fileLogger(c), random: (n) => Math.floor(Math.random() * n) };
+    const env: SecondaryEnv = { log: c.log, fileLog: fileLogger(c.instance.log), random: (n) => Math.floor(Math.random() * n) };
     const s = new Secondary(o.zones, o.fall, env, o.catalogs);
     // The block's transfer plugin, found before the first transfer starts (CoreDNS looks it up at start-up).
     c.onStartup(() => {
