@@ -248,3 +248,10 @@ export function cidrContains(c: Cidr, ip: Uint8Array): boolean {
   }
   return true;
 }
+
+/** Go's net.IPNet.String() for a network parsed by ParseCIDR: an IPv4-mapped network prints as IPv4, with the mask's last 32 bits. */
+export function formatIPNetGo(c: Cidr): string {
+  if (c.bytes.length === 4) return formatIPv4(c.bytes, 0) + '/' + c.bits;
+  if (isIPv4Mapped(c.bytes, 0)) return formatIPv4(c.bytes, 12) + '/' + Math.max(0, c.bits - 96);
+  return formatIPv6Go(c.bytes, 0) + '/' + c.bits;
+}

@@ -1,7 +1,7 @@
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { goQuote } from '../../corefile/address.ts';
-import { formatIPv4, formatIPv6Go, isIPv4Mapped, parseCidr } from '../../wire/ip.ts';
+import { formatIPNetGo, parseCidr } from '../../wire/ip.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { Dns64 } from './dns64.ts';
 
@@ -15,24 +15,16 @@ export interface Dns64Options {
   allowIPv4: boolean;
 }
 
-/** Go's net.IPNet.String() for a network parsed by ParseCIDR. */
-function ipNetString(c: Cidr): string {
-  if (c.bytes.length === 4) return formatIPv4(c.bytes, 0) + '/' + c.bits;
-  // An IPv4-mapped network prints as IPv4, with the mask's last 32 bits.
-  if (isIPv4Mapped(c.bytes, 0)) return formatIPv4(c.bytes, 12) + '/' + Math.max(0, c.bits - 96);
-  return formatIPv6Go(c.bytes, 0) + '/' + c.bits;
-}
-
 function parsePrefix(d: Dispenser, text: string): Cidr {
   const c = parseCidr(text);
   // net.ParseCIDR's own error carries no position.
   if (c === undefined) throw new Error(`invalid CIDR address: ${text}`);
-  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(ipNetString(c))}`);
+  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(formatIPNetGo(c))}`);
   switch (c.bits) {
     case 32: case 40: case 48: case 56: case 64: case 96:
       return c;
     default:
-      throw d.errf(`invalid prefix length ${goQuote(ipNetString(c))}`);
+      throw d.errf(`invalid prefix length ${goQuote(formatIPNetGo(c))}`);
   }
 }
 

@@ -1,7 +1,7 @@
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { goQuote } from '../../corefile/address.ts';
-import { formatIPv4, formatIPv6Go, ipv4Of, isIPv4Mapped, parseCidr, parseIP } from '../../wire/ip.ts';
+import { formatIPNetGo, formatIPv4, formatIPv6Go, ipv4Of, parseCidr, parseIP } from '../../wire/ip.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { Siit } from './siit.ts';
 
@@ -16,26 +16,19 @@ export interface SiitOptions {
   eam: Map<string, string>;
 }
 
-/** Go's net.IPNet.String() for a network parsed by ParseCIDR. */
-function ipNetString(c: Cidr): string {
-  if (c.bytes.length === 4) return formatIPv4(c.bytes, 0) + '/' + c.bits;
-  if (isIPv4Mapped(c.bytes, 0)) return formatIPv4(c.bytes, 12) + '/' + Math.max(0, c.bits - 96);
-  return formatIPv6Go(c.bytes, 0) + '/' + c.bits;
-}
-
 function parsePrefix(d: Dispenser, text: string): Cidr {
   const c = parseCidr(text);
   // net.ParseCIDR's own error carries no position.
   if (c === undefined) throw new Error(`invalid CIDR address: ${text}`);
-  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(ipNetString(c))}`);
+  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(formatIPNetGo(c))}`);
   switch (c.bits) {
     case 32: case 40: case 48: case 56: case 64: case 96:
       break;
     default:
-      throw d.errf(`invalid prefix length ${goQuote(ipNetString(c))}: must be one of /32, /40, /48, /56, /64, /96`);
+      throw d.errf(`invalid prefix length ${goQuote(formatIPNetGo(c))}: must be one of /32, /40, /48, /56, /64, /96`);
   }
   // RFC 6052 2.2: the "u" octet (bits 64-71) is zero.
-  if (c.bytes[8] !== 0) throw d.errf(`invalid prefix ${goQuote(ipNetString(c))}: reserved octet (byte 8) must be zero`);
+  if (c.bytes[8] !== 0) throw d.errf(`invalid prefix ${goQuote(formatIPNetGo(c))}: reserved octet (byte 8) must be zero`);
   return c;
 }
 
