@@ -74,6 +74,33 @@ test('TTL decay and shuffle normalise only what is declared', () => {
   assert.notDeepEqual(lc, ld);
 });
 
+function axfr(records: [string, string, string][]): Buffer {
+  const data = (type: string, v: string): unknown => (type === 'SOA'
+    ? { mname: 'ns.z', rname: 'h.z', serial: Number(v), refresh: 1, retry: 1, expire: 1, minimum: 1 }
+    : v);
+  return dnsPacket.encode({
+    type: 'response', id: 7, flags: dnsPacket.AUTHORITATIVE_ANSWER,
+    questions: [{ type: 'AXFR', name: 'z' }],
+    answers: records.map(([name, type, v]) => ({ type, name, ttl: 60, data: data(type, v) })),
+  } as any);
+}
+
+test('a zone transfer compares owners in order but the types of one owner in any order', () => {
+  const soa: [string, string, string] = ['z', 'SOA', '1'];
+  const ref = parseReply({ bytes: axfr([soa, ['a.z', 'A', '192.0.2.1'], ['a.z', 'AAAA', '2001:db8::1'], ['b.z', 'A', '192.0.2.2'], soa]), localPort: 1 }, 7);
+  const sameSet = parseReply({ bytes: axfr([soa, ['a.z', 'AAAA', '2001:db8::1'], ['a.z', 'A', '192.0.2.1'], ['b.z', 'A', '192.0.2.2'], soa]), localPort: 1 }, 7);
+  const [la, lb] = renderPair(ref, sameSet, DEFAULT_NORMALISE);
+  assert.deepEqual(la, lb);
+  const ref2 = parseReply({ bytes: axfr([soa, ['a.z', 'A', '192.0.2.1'], ['b.z', 'A', '192.0.2.2'], soa]), localPort: 1 }, 7);
+  const ownersSwapped = parseReply({ bytes: axfr([soa, ['b.z', 'A', '192.0.2.2'], ['a.z', 'A', '192.0.2.1'], soa]), localPort: 1 }, 7);
+  const [lc, ld] = renderPair(ref2, ownersSwapped, DEFAULT_NORMALISE);
+  assert.notDeepEqual(lc, ld);
+  const ref3 = parseReply({ bytes: axfr([soa, ['a.z', 'A', '192.0.2.1'], soa]), localPort: 1 }, 7);
+  const soaMoved = parseReply({ bytes: axfr([['a.z', 'A', '192.0.2.1'], soa, soa]), localPort: 1 }, 7);
+  const [le, lf] = renderPair(ref3, soaMoved, DEFAULT_NORMALISE);
+  assert.notDeepEqual(le, lf);
+});
+
 test('ID mismatch and missing replies are visible', () => {
   const a = parseReply({ bytes: reply(60, ['1.1.1.1'], 8), localPort: 1 }, 7);
   assert.match(a.head[0], /MISMATCH/);

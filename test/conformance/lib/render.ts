@@ -181,7 +181,30 @@ export function parseReply(reply: RawReply, sentId: number, tsig?: TsigContext):
 
 const VERSION_RE = /^"[A-Za-z][\w.]*-v?\d+\.\d+(\.\d+)?[^"]*"$/;
 
+const byKey = (a: Rec, b: Rec): number => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0);
+
+/**
+ * A zone transfer from CoreDNS lists the types of one owner name in Go map order (the file plugin's tree
+ * element keeps its RRsets in a map), which changes from run to run. Between the opening and closing SOA,
+ * each run of records with the same owner is sorted; the owner order and the SOA bookends stay compared.
+ */
+function sortTransferRuns(p: Parsed): void {
+  const question = p.sections.find((s) => s.title === ';; QUESTION SECTION:')?.records[0]?.key ?? '';
+  if (!/\t(AXFR|IXFR)$/.test(question)) return;
+  const answer = p.sections.find((s) => s.title === ';; ANSWER SECTION:');
+  if (!answer || answer.records.length < 3) return;
+  const recs = answer.records;
+  const end = recs.length - 1;
+  for (let i = 1; i < end;) {
+    let j = i + 1;
+    while (j < end && recs[j].owner === recs[i].owner) j++;
+    if (j - i > 1) recs.splice(i, j - i, ...recs.slice(i, j).sort(byKey));
+    i = j;
+  }
+}
+
 function normaliseOne(p: Parsed, n: Normalise): void {
+  sortTransferRuns(p);
   if (n.soaSerial) {
     for (const s of p.sections) {
       for (const r of s.records) {
@@ -204,7 +227,7 @@ function normaliseOne(p: Parsed, n: Normalise): void {
         }
       }
     }
-    if (n.shuffle && s.title !== ';; QUESTION SECTION:') s.records.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    if (n.shuffle && s.title !== ';; QUESTION SECTION:') s.records.sort(byKey);
   }
   if (n.ignoreSize) p.tail = p.tail.filter((l) => !l.startsWith(';; MSG SIZE'));
 }
