@@ -114,7 +114,7 @@ const noProcessExit = [
 ];
 
 export default defineConfig([
-  { ignores: ['node_modules/', '.cache/', 'tmp/'] },
+  { ignores: ['node_modules/', '.cache/', 'tmp/', 'dist/'] },
   {
     files: ['**/*.ts'],
     linterOptions: { reportUnusedDisableDirectives: 'error' },

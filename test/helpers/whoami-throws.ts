@@ -1,9 +1,9 @@
 // Preloaded into a real bin/nodens by tests that need a built-in plugin to throw while it serves
 // (NODE_OPTIONS="--import <this file>"): whoami throws for names under panic.test. and answers
 // everything else as usual. Nothing under src/ knows about it; it only replaces a method of the
-// module that the server loads too.
+// module that the server loads too: the compiled one under dist/, which bin/nodens runs.
 
-import { Whoami } from '../../src/plugin/whoami/whoami.ts';
+import { Whoami } from '../../dist/plugin/whoami/whoami.js';
 
 const serve = Whoami.prototype.serveDNS;
 Whoami.prototype.serveDNS = function (this: Whoami, ...args: Parameters<Whoami['serveDNS']>) {
