@@ -151,7 +151,7 @@ export class Proxy {
     reply[1] = originId & 0xff;
     const rc = reply[3]! & 0x0f;
     let h = this.durations[rc];
-    if (h === undefined) h = this.durations[rc] = requestDuration.labels(this.proxyName, this.addr, rcodeLabel(rc));
+    if (h === undefined) h = this.durations[rc] = requestDuration.child(this.proxyName, this.addr, rcodeLabel(rc));
     h.observe((performance.now() - t0) / 1000);
     return reply;
   }

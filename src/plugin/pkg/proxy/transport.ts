@@ -92,7 +92,7 @@ export class Transport {
    */
   oneShotUdp(): UdpConn {
     if (this.stopped) throw new UpstreamError('stopped', 'proxy: transport stopped');
-    (this.misses.udp ??= connCacheMissesCount.labels(this.proxyName, this.addr, 'udp')).inc();
+    (this.misses.udp ??= connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
     this.taken++;
     this.takenSinceSweep++;
     this.refill ??= setImmediate(() => { this.openSpares(); });
@@ -150,11 +150,11 @@ export class Transport {
         c.close();
         continue;
       }
-      (this.hits[proto] ??= connCacheHitsCount.labels(this.proxyName, this.addr, proto)).inc();
+      (this.hits[proto] ??= connCacheHitsCount.child(this.proxyName, this.addr, proto)).inc();
       c.reused = true;
       return c;
     }
-    (this.misses[proto] ??= connCacheMissesCount.labels(this.proxyName, this.addr, proto)).inc();
+    (this.misses[proto] ??= connCacheMissesCount.child(this.proxyName, this.addr, proto)).inc();
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {
