@@ -601,6 +601,8 @@ test('one-use sockets: spares are opened ahead of need and each carries one quer
   // Each port carried one query, but for the kernel choosing a closed port again at random.
   assert.ok(new Set(qs.map((s) => s.srcPort)).size >= 390, 'ports: one query each');
   assert.ok(tr.spareCount() <= 64, 'bounded');
+  await f.stop();
+  assert.equal(tr.spareCount(), 0, 'closed at shutdown');
 });
 
 test('coalescing: 100 identical concurrent queries make one upstream query; DO, CD and later queries are separate', async (t) => {
