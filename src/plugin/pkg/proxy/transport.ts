@@ -95,6 +95,9 @@ export class Transport {
     (this.misses.udp ??= connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
     this.taken++;
     this.takenSinceSweep++;
+    // A UDP "dial" is local and takes no measurable time; CoreDNS counts it in the dial-time average
+    // (which sets the TCP dial timeout after a truncated reply), and so do we.
+    this.observeDial(0);
     this.refill ??= setImmediate(() => { this.openSpares(); });
     let c = this.spares.pop();
     while (c !== undefined && c.closed) c = this.spares.pop();
