@@ -591,7 +591,9 @@ test('one-use sockets: spares are opened ahead of need and each carries one quer
   const tr = f.fwd.proxies[0]!.transport;
   assert.equal(tr.spareCount(), 0, 'none before the first query');
   await Promise.all(Array.from({ length: 40 }, (_, i) => f.ask(`burst${i}.example.`)));
-  await until('spares refilled after the burst', () => tr.spareCount() === 40);
+  // Refills replace what the queries of a turn took: all 40 when the burst left in one turn, fewer when not.
+  await until('spares opened after the burst', () => tr.spareCount() > 0);
+  assert.ok(tr.spareCount() <= 40, 'no more than were taken');
   for (let i = 0; i < 360; i++) await f.ask(`s${i}.example.`, { id: 7 });
   const qs = up.queries();
   assert.equal(qs.length, 400);
@@ -600,7 +602,7 @@ test('one-use sockets: spares are opened ahead of need and each carries one quer
   assert.ok(qs.filter((s) => s.id === 7).length <= 2, 'not the client\'s ID');
   // Each port carried one query, but for the kernel choosing a closed port again at random.
   assert.ok(new Set(qs.map((s) => s.srcPort)).size >= 390, 'ports: one query each');
-  assert.ok(tr.spareCount() <= 64, 'bounded');
+  assert.ok(tr.spareCount() > 0 && tr.spareCount() <= 64, 'kept, bounded');
   await f.stop();
   assert.equal(tr.spareCount(), 0, 'closed at shutdown');
 });
