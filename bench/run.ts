@@ -1,8 +1,9 @@
-// Load benchmark: nodens vs CoreDNS (pinned reference) vs unbound (native reference), same query files, dnsperf.
+// Load benchmark: nodens vs CoreDNS (pinned reference) vs unbound (native reference), same query files, dnsperf;
+// in the hosts and cache-hit scenarios also the "ceiling", a Node UDP server that parses nothing (bench/ceiling.ts).
 //
 //   npm run bench                 full run (~20 s per server and scenario), writes docs/benchmarks.md
 //   npm run bench -- --smoke      a few seconds per run (CI); prints the table, writes nothing
-//   options: --duration S  --servers nodens,coredns,unbound  --scenarios hosts,cache-hit,...  --write FILE  --no-write
+//   options: --duration S  --servers nodens,coredns,unbound,ceiling  --scenarios hosts,cache-hit,...  --write FILE  --no-write
 //
 // The server under test runs on core 0 (`taskset -c 0`), dnsperf and the shared upstream (an unbound answering
 // every name of a few redirect zones) on core 1. p99 comes from dnsperf -v, which prints each query's latency.
@@ -12,8 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady, type Running } from '../test/conformance/lib/servers.ts';
 
-type ServerName = 'nodens' | 'coredns' | 'unbound';
-const ALL_SERVERS: ServerName[] = ['nodens', 'coredns', 'unbound'];
+type ServerName = 'nodens' | 'coredns' | 'unbound' | 'ceiling';
+const ALL_SERVERS: ServerName[] = ['nodens', 'coredns', 'unbound', 'ceiling'];
+/** The project's Node 24 (as bin/nodens runs it), else this process's node. */
+const NODE24 = existsSync(path.join(REPO, 'node_modules/node/bin/node')) ? path.join(REPO, 'node_modules/node/bin/node') : process.execPath;
 
 interface Opts {
   smoke: boolean;
@@ -63,6 +66,8 @@ interface Scenario {
   /** query file lines (dnsperf format) */
   queries(c: Ctx): string[];
   probe: string;
+  /** the ceiling server runs it too (it answers any name the same: only scenarios of one small reply per query) */
+  ceiling?: boolean;
   /** run through the file once only (unique names) */
   once?: boolean;
   /** a pass before the measured run, to fill caches */
@@ -103,6 +108,7 @@ const scenarios: Scenario[] = [
       .join('\n').replace(/^/, '    local-zone: "bench.test." static\n'),
     queries: () => Array.from({ length: HOSTS_N }, (_, i) => `h${i}.bench.test A`),
     probe: 'h0.bench.test. A',
+    ceiling: true,
   },
   {
     name: 'cache-hit',
@@ -112,6 +118,7 @@ const scenarios: Scenario[] = [
     queries: () => Array.from({ length: 50 }, (_, i) => `n${i}.hit.test A`),
     probe: 'probe.hit.test. A',
     warm: true,
+    ceiling: true,
   },
   {
     name: 'cache-miss',
@@ -346,6 +353,8 @@ async function startFor(server: ServerName, dir: string, corefile: string, unbou
   if (server === 'unbound') {
     writeFileSync(path.join(dir, 'unbound.conf'), unboundConf(dir, port, unboundBody));
     argv = ['taskset', '-c', '0', 'unbound', '-d', '-c', path.join(dir, 'unbound.conf')];
+  } else if (server === 'ceiling') {
+    argv = ['taskset', '-c', '0', NODE24, path.join(REPO, 'bench/ceiling.ts'), '-dns.port', String(port)];
   } else {
     writeFileSync(path.join(dir, 'Corefile'), corefile);
     const bin = server === 'nodens' ? bins.nodens! : bins.coredns;
@@ -377,6 +386,7 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   if (!existsSync(qfile)) writeFileSync(qfile, s.queries(ctx).join('\n') + '\n');
   if (s.fixture === 'k8s' && server === 'unbound') return { ...row, status: 'n/a (not applicable)' };
   if (s.mode !== undefined && server === 'unbound') return { ...row, status: 'n/a (not configured)' };
+  if (server === 'ceiling' && !s.ceiling) return { ...row, status: 'n/a (hosts and cache-hit only)' };
   let st: Started;
   let fixture: { env: Record<string, string>; stop(): Promise<void> } | undefined;
   let securePort: number | undefined;
@@ -476,7 +486,7 @@ function machine(bins: Bins): string[] {
     `- CPUs: ${sh('nproc', [])} × ${cpu}`,
     `- kernel: ${sh('uname', ['-srm'])}`,
     `- memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB; load average when the run started: ${loadAtStart}`,
-    `- Node: ${process.version} (nodens runs on the project's Node 24)`,
+    `- Node: ${process.version} (nodens and the ceiling run on the project's Node 24: ${sh(NODE24, ['--version'])})`,
     `- Go: ${sh('go', ['version'])}`,
     `- nodens: ${bins.nodens ? `commit ${sh('git', ['-C', REPO, 'rev-parse', '--short', 'HEAD'])}${sh('git', ['-C', REPO, 'status', '--porcelain', '--', 'src', 'bin']) ? ' + uncommitted changes in src/ or bin/' : ''}` : 'not built'}`,
     `- CoreDNS: ${sh(bins.coredns, ['-version']).split('\n')[0]} (${bins.coredns.replace(REPO + '/', '')}, built by scripts/coredns-reference.sh)`,
@@ -507,19 +517,21 @@ function table(rows: Row[]): string[] {
 
 function ratios(rows: Row[]): string[] {
   const out = [
-    '| scenario | QPS | p99 latency | peak RSS | CPU / query |',
-    '| --- | ---: | ---: | ---: | ---: |',
+    '| scenario | QPS | p99 latency | peak RSS | CPU / query | QPS nodens / ceiling |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
   ];
   const scen = [...new Set(rows.map((r) => r.scenario))];
   for (const s of scen) {
     const n = rows.find((r) => r.scenario === s && r.server === 'nodens');
     const c = rows.find((r) => r.scenario === s && r.server === 'coredns');
+    const ceil = rows.find((r) => r.scenario === s && r.server === 'ceiling');
+    const q = (a: number | undefined, b: number | undefined) => (a && b ? `${(a / b).toFixed(2)}×` : '–');
+    const vsCeiling = n?.perf && n.status === 'ok' && ceil?.perf && ceil.status === 'ok' ? q(n.perf.qps, ceil.perf.qps) : '–';
     if (!n?.perf || !c?.perf || n.status !== 'ok' || c.status !== 'ok') {
-      out.push(`| ${s} | ${n && n.status !== 'ok' ? n.status : c && c.status !== 'ok' ? `CoreDNS: ${c.status}` : 'n/a'} | | | |`);
+      out.push(`| ${s} | ${n && n.status !== 'ok' ? n.status : c && c.status !== 'ok' ? `CoreDNS: ${c.status}` : 'n/a'} | | | | ${vsCeiling} |`);
       continue;
     }
-    const q = (a: number | undefined, b: number | undefined) => (a && b ? `${(a / b).toFixed(2)}×` : '–');
-    out.push(`| ${s} | ${q(n.perf.qps, c.perf.qps)} | ${q(n.perf.p99Ms, c.perf.p99Ms)} | ${q(n.peakMiB, c.peakMiB)} | ${q(n.cpuPer100k, c.cpuPer100k)} |`);
+    out.push(`| ${s} | ${q(n.perf.qps, c.perf.qps)} | ${q(n.perf.p99Ms, c.perf.p99Ms)} | ${q(n.peakMiB, c.peakMiB)} | ${q(n.cpuPer100k, c.cpuPer100k)} | ${vsCeiling} |`);
   }
   return out;
 }
@@ -562,6 +574,7 @@ async function main(): Promise<number> {
     if (!o.scenarios || o.scenarios.includes('cache-fill')) {
       const n = o.smoke ? 20_000 : 100_000;
       for (const server of o.servers) {
+        if (server === 'ceiling') continue;
         process.stdout.write(`  cache-fill ${n} / ${server} ... `);
         fill[server] = await cacheFill(server, ctx, tmp, bins, n);
         console.log(fill[server]);
@@ -593,6 +606,9 @@ async function main(): Promise<number> {
     '  /proc/<pid>/stat over the measured run (warm-up excluded), per 100k completed queries. Both include child processes.',
     '- Single runs, not medians: on a shared 2-core machine other work shows up as noise (see the load average above).',
     '- startup is the time from spawning the process to its first answer (UDP probe every 2 ms); idle RSS is `VmRSS` 1 s after that.',
+    '- **ceiling** (hosts and cache-hit only) is bench/ceiling.ts on the same Node 24, pinned like the servers: a UDP server that',
+    '  parses nothing and returns each datagram with QR set and one fixed A record appended. It is how fast a Node server',
+    '  can answer on this machine at all; "nodens / ceiling" is the share of that nodens reaches.',
     '',
     '## Scenarios',
     '',
@@ -605,7 +621,7 @@ async function main(): Promise<number> {
     '',
     ...table(rows),
     '',
-    '### nodens / CoreDNS',
+    '### nodens / CoreDNS (and nodens / ceiling)',
     '',
     ...ratios(rows),
     '',

@@ -664,10 +664,11 @@ export class CacheWriter implements ResponseWriter {
     else if (mt === ResponseType.ServerError) duration = o.failttl;
     else duration = clamp(msgTtl, o.minpttl, o.pttl);
 
+    let storedNow: Item | undefined;
     if (cacheable && duration > 0) {
       if (this.matches(res)) {
         const prefetch = this.inner === undefined || this.hold || this.noSend;
-        this.stored = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
+        this.stored = storedNow = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
         cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
@@ -687,6 +688,16 @@ export class CacheWriter implements ResponseWriter {
         else inner.writeWire(out);
         return;
       }
+    }
+    if (storedNow !== undefined) {
+      // What was just stored is this reply as it goes out (no OPT, every TTL = duration): its bytes are
+      // sent, instead of encoding the message a second time (a forwarded miss would otherwise be encoded
+      // once for the cache and once for the client).
+      const out = Buffer.from(storedNow.wire);
+      if (clearAd) out[3] = out[3]! & ~0x20;
+      if (this.hold) this.held = out;
+      else inner.writeWire(out);
+      return;
     }
     for (const sec of [res.answer, res.authority, res.additional]) for (const rr of sec) rr.ttl = duration;
     if (clearAd) res.ad = false;

@@ -94,6 +94,11 @@ class Upstream {
     this.udp = s;
   }
 
+  /** Send `out` from the upstream's own UDP address and port to 127.0.0.1:`port` (an off-path attacker's forgery). */
+  spoof(out: Buffer, port: number): void {
+    this.udp!.send(out, port, '127.0.0.1');
+  }
+
   /** Close the UDP socket: datagrams to the port get ICMP port unreachable (connection refused). */
   async closeUdp(): Promise<void> {
     const s = this.udp;
@@ -542,6 +547,64 @@ test('every upstream UDP query has a fresh source port and a random ID by defaul
   await Promise.all([0, 1, 2].map((i) => reuse.ask(`conc${i}.example.`)));
   const c = up.queries().filter((s) => s.name.startsWith('conc'));
   assert.equal(new Set(c.map((s) => s.srcPort)).size, 3);
+});
+
+test('RFC 5452 drill: a source port learned from one\'s own query carries no later query (one-use sockets); with reuse_udp_sockets it does, and a forgery wins', async (t) => {
+  // The attacker asks for a name of his own and sees the source port P at his server; then the victim's query
+  // goes out, and a forged reply from the upstream's address reaches P before the genuine answer. The forgery
+  // carries the victim query's ID, as if the attacker had guessed it (1 in 65536: the ID's share of the entropy,
+  // checked in the next test), so that only the port decides. One-use sockets: P was closed, the victim's query
+  // left from another random port, the forgery falls on nothing. (The kernel may pick P again for the victim
+  // by chance, about 1 in 28k with the default port range: that is the port's share of the entropy.)
+  let learned = 0;
+  const up = await Upstream.start((q, c) => {
+    const n = q.question[0]!.name;
+    if (n.startsWith('attacker')) learned = up.queries().at(-1)!.srcPort;
+    if (n.startsWith('victim')) {
+      up.spoof(encodeMessage(answer(q, { addrs: ['6.6.6.6'] })), learned);
+      c.send(answer(q, { addrs: ['192.0.2.7'] }), { delayMs: 30 });
+      return;
+    }
+    c.send(answer(q));
+  });
+  const fresh = await forward(`. {\n forward . ${up.addr}\n}`);
+  const pooled = await forward(`. {\n forward . ${up.addr} {\n  reuse_udp_sockets\n }\n}`);
+  cleanup(t, fresh, pooled, up);
+
+  for (let round = 0; round < 20; round++) {
+    await fresh.ask(`attacker${round}.example.`);
+    const v = await fresh.ask(`victim${round}.example.`);
+    assert.equal(addr(v.reply), '192.0.2.7', `round ${round}: the genuine answer, the forgery was not taken`);
+    const [a, w] = up.queries().slice(-2);
+    assert.notEqual(w!.srcPort, a!.srcPort, 'the victim\'s query left from another port');
+  }
+  // The control: the drill can fail. A pooled socket carries the victim's query on the port the attacker learned.
+  await pooled.ask('attacker-pooled.example.');
+  const v = await pooled.ask('victim-pooled.example.');
+  assert.equal(addr(v.reply), '6.6.6.6', 'pooled sockets: the forgery was taken');
+});
+
+test('one-use sockets: spares are opened ahead of need and each carries one query; 400 queries carry ~400 distinct IDs', async (t) => {
+  const up = await Upstream.start();
+  const f = await forward(`. {\n forward . ${up.addr}\n}`);
+  cleanup(t, f, up);
+  const tr = f.fwd.proxies[0]!.transport;
+  assert.equal(tr.spareCount(), 0, 'none before the first query');
+  await Promise.all(Array.from({ length: 40 }, (_, i) => f.ask(`burst${i}.example.`)));
+  // Refills replace what the queries of a turn took: all 40 when the burst left in one turn, fewer when not.
+  await until('spares opened after the burst', () => tr.spareCount() > 0);
+  assert.ok(tr.spareCount() <= 40, 'no more than were taken');
+  for (let i = 0; i < 360; i++) await f.ask(`s${i}.example.`, { id: 7 });
+  const qs = up.queries();
+  assert.equal(qs.length, 400);
+  // Expected repeats among 400 random 16-bit IDs: about 1.2.
+  assert.ok(new Set(qs.map((s) => s.id)).size >= 390, 'IDs from the CSPRNG');
+  assert.ok(qs.filter((s) => s.id === 7).length <= 2, 'not the client\'s ID');
+  // Each port carried one query, but for the kernel choosing a closed port again at random.
+  assert.ok(new Set(qs.map((s) => s.srcPort)).size >= 390, 'ports: one query each');
+  assert.ok(tr.spareCount() > 0 && tr.spareCount() <= 64, 'kept, bounded');
+  await f.stop();
+  assert.equal(tr.spareCount(), 0, 'closed at shutdown');
 });
 
 test('coalescing: 100 identical concurrent queries make one upstream query; DO, CD and later queries are separate', async (t) => {

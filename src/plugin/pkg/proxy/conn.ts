@@ -5,6 +5,7 @@
 
 import { questionMatches } from '../../../wire/scan.ts';
 import dgram from 'node:dgram';
+import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
 import { UpstreamError, errnoText, hostPort } from './errors.ts';
@@ -132,6 +133,23 @@ export abstract class Conn {
   }
 }
 
+/** Address families of IP literals seen, so opening a socket skips dns.lookup (a regex and a tick). */
+const literalFamily = new Map<string, number>();
+
+/**
+ * dgram's `lookup` for sockets towards an upstream: IP literals (all that forward dials) answer
+ * synchronously, which makes bind and connect complete within the call; names go to dns.lookup.
+ */
+function literalLookup(address: string, options: dns.LookupOneOptions, cb: (err: NodeJS.ErrnoException | null, ip: string, family: number) => void): void {
+  let f = literalFamily.get(address);
+  if (f === undefined) {
+    f = net.isIP(address);
+    if (f !== 0 && literalFamily.size < 1024) literalFamily.set(address, f);
+  }
+  if (f !== 0) { cb(null, address, f); return; }
+  dns.lookup(address, options, cb);
+}
+
 export class UdpConn extends Conn {
   private readonly sock: dgram.Socket;
 
@@ -143,7 +161,6 @@ export class UdpConn extends Conn {
       this.fail(new UpstreamError((e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'refused' : 'other',
         `read udp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`));
     });
-    sock.on('close', () => { this.closed = true; });
     sock.unref();
   }
 
@@ -156,6 +173,15 @@ export class UdpConn extends Conn {
       } catch { /* closed */ }
     }
     return this.local;
+  }
+
+  /** The local port (tests: source-port checks); 0 once closed. */
+  localPort(): number {
+    try {
+      return this.sock.address().port;
+    } catch {
+      return 0;
+    }
   }
 
   protected send(query: Uint8Array): void {
@@ -171,28 +197,39 @@ export class UdpConn extends Conn {
   }
 
   /**
-   * Open a UDP socket on a fresh port, connected to host:port (the kernel then
-   * drops datagrams from any other source). Connecting a UDP socket does not
-   * wait on the network, so there is no dial timer.
+   * Open a UDP socket on a fresh port chosen by the kernel, connected to
+   * host:port (the kernel then drops datagrams from any other source).
+   * With an IP literal this completes before it returns: bind and connect are
+   * local system calls, nothing waits on the network; a failure throws. (A
+   * name would be looked up first: dgram queues the query until connected.)
    */
+  static open(host: string, port: number, source: string | undefined): UdpConn {
+    const sock = dgram.createSocket({ type: host.includes(':') ? 'udp6' : 'udp4', lookup: literalLookup });
+    const remote = hostPort(host, port);
+    let failed: Error | undefined;
+    const onErr = (e: Error): void => { failed ??= e; };
+    sock.on('error', onErr);
+    try {
+      if (source !== undefined) sock.bind({ address: source, port: 0, exclusive: true });
+      sock.connect(port, host);
+    } catch (e) {
+      failed ??= e as Error;
+    }
+    sock.off('error', onErr);
+    if (failed !== undefined) {
+      try { sock.close(); } catch { /* ignore */ }
+      throw new UpstreamError('dial', `dial udp ${remote}: ${errnoText(failed)}`);
+    }
+    return new UdpConn(sock, remote);
+  }
+
+  /** `open` behind a promise, for callers that await a dial. */
   static dial(host: string, port: number, source: string | undefined, _timeoutMs: number): Promise<UdpConn> {
-    return new Promise((resolve, reject) => {
-      const sock = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
-      const remote = hostPort(host, port);
-      const onErr = (e: Error): void => {
-        try { sock.close(); } catch { /* ignore */ }
-        reject(new UpstreamError('dial', `dial udp ${remote}: ${errnoText(e)}`));
-      };
-      sock.once('error', onErr);
-      const connect = (): void => {
-        sock.connect(port, host, () => {
-          sock.off('error', onErr);
-          resolve(new UdpConn(sock, remote));
-        });
-      };
-      if (source !== undefined) sock.bind({ address: source, port: 0, exclusive: true }, connect);
-      else connect();
-    });
+    try {
+      return Promise.resolve(UdpConn.open(host, port, source));
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 }
 

@@ -1,9 +1,12 @@
 // CoreDNS plugin/pkg/proxy metrics, same names, help texts and labels; plus
-// one nodens addition (timeouts), documented in the forward README.
+// one nodens addition (timeouts), documented in the forward README. The ones
+// recorded for every upstream query are vectors of ../vec.ts (children kept by
+// the caller, no label hashing per query).
 
-import { counter, histogram, TIME_BUCKETS } from '../metrics.ts';
+import { counter, TIME_BUCKETS } from '../metrics.ts';
+import { CounterVec, HistogramVec } from '../vec.ts';
 
-export const requestDuration = histogram(
+export const requestDuration = new HistogramVec(
   'coredns_proxy_request_duration_seconds',
   'Histogram of the time each request took.',
   ['proxy_name', 'to', 'rcode'], TIME_BUCKETS,
@@ -15,13 +18,13 @@ export const healthcheckFailureCount = counter(
   ['proxy_name', 'to'],
 );
 
-export const connCacheHitsCount = counter(
+export const connCacheHitsCount = new CounterVec(
   'coredns_proxy_conn_cache_hits_total',
   'Counter of connection cache hits per upstream and protocol.',
   ['proxy_name', 'to', 'proto'],
 );
 
-export const connCacheMissesCount = counter(
+export const connCacheMissesCount = new CounterVec(
   'coredns_proxy_conn_cache_misses_total',
   'Counter of connection cache misses per upstream and protocol.',
   ['proxy_name', 'to', 'proto'],

@@ -151,7 +151,7 @@ export class Proxy {
     reply[1] = originId & 0xff;
     const rc = reply[3]! & 0x0f;
     let h = this.durations[rc];
-    if (h === undefined) h = this.durations[rc] = requestDuration.labels(this.proxyName, this.addr, rcodeLabel(rc));
+    if (h === undefined) h = this.durations[rc] = requestDuration.child(this.proxyName, this.addr, rcodeLabel(rc));
     h.observe((performance.now() - t0) / 1000);
     return reply;
   }
@@ -159,7 +159,8 @@ export class Proxy {
   private async lookup(out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
     const qEnd = questionEnd(out);
     if (qEnd < 0) throw new UpstreamError('other', 'dns: bad query');
-    const conn: Conn = await this.transport.dial(proto);
+    const t = this.transport;
+    const conn: Conn = proto === 'udp' && t.udpOneShot ? t.oneShotUdp() : await t.dial(proto);
     if (info !== undefined) {
       info.local = conn.localEndpoint();
       info.proto = conn.proto === 'udp' ? 'udp' : 'tcp';

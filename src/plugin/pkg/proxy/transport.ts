@@ -2,7 +2,11 @@
 // idle connections per protocol, reused oldest first (source-port diversity),
 // except that UDP sockets are by default used for one query only, so every
 // upstream query leaves from a fresh random port (RFC 5452 §9.2; CoreDNS reuses
-// them: `reuse_udp_sockets` restores that). Pooled connections are not reused
+// them: `reuse_udp_sockets` restores that). Those one-use sockets are opened
+// ahead of need ("spares": bound and connected, never used for a query yet),
+// in batches after the queries of an event-loop turn, so a query finds one
+// ready; a spare gives its port away only with the one query it carries, and
+// is closed after it. Pooled connections are not reused
 // when idle longer than `expire` or older than `maxAge`, at most
 // `maxIdleConns` kept per protocol; a sweep every 10 s closes stale ones. The
 // dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
@@ -15,6 +19,8 @@ const MIN_DIAL_MS = 1000;
 const MAX_DIAL_MS = 30000;
 const AVG_WEIGHT = 4;
 const SWEEP_MS = 10000;
+/** Most spare one-use UDP sockets kept open per upstream (a burst beyond it opens sockets inline). */
+const MAX_SPARES = 64;
 
 export interface TransportOptions {
   expireMs: number;
@@ -38,6 +44,13 @@ export class Transport {
   private stopped = false;
   private readonly hits: Partial<Record<Proto, { inc(): void }>> = {};
   private readonly misses: Partial<Record<Proto, { inc(): void }>> = {};
+  /** Spare one-use UDP sockets, opened ahead of need; each carries one query, then is closed. */
+  private readonly spares: UdpConn[] = [];
+  /** One-use sockets taken since the last refill: how many the next refill opens. */
+  private taken = 0;
+  /** One-use sockets taken since the last sweep (none: the upstream is idle, its spares are closed). */
+  private takenSinceSweep = 0;
+  private refill: NodeJS.Immediate | undefined;
 
   constructor(host: string, port: number, addr: string, proxyName: string, opts: TransportOptions) {
     this.host = host;
@@ -62,6 +75,58 @@ export class Transport {
       for (const c of p) c.close();
       p.length = 0;
     }
+    this.closeSpares();
+    if (this.refill !== undefined) clearImmediate(this.refill);
+    this.refill = undefined;
+  }
+
+  /** UDP sockets are used for one query each (the default, and no TLS): `oneShotUdp` gives them. */
+  get udpOneShot(): boolean {
+    return !this.opts.reuseUdp && this.opts.tls === undefined;
+  }
+
+  /**
+   * A UDP socket for one query, connected to the upstream on a port the kernel
+   * picked at random: a spare when one is ready, else opened here. Throws an
+   * UpstreamError when a socket cannot be opened.
+   */
+  oneShotUdp(): UdpConn {
+    if (this.stopped) throw new UpstreamError('stopped', 'proxy: transport stopped');
+    (this.misses.udp ??= connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
+    this.taken++;
+    this.takenSinceSweep++;
+    // A UDP "dial" is local and takes no measurable time; CoreDNS counts it in the dial-time average
+    // (which sets the TCP dial timeout after a truncated reply), and so do we.
+    this.observeDial(0);
+    this.refill ??= setImmediate(() => { this.openSpares(); });
+    let c = this.spares.pop();
+    while (c !== undefined && c.closed) c = this.spares.pop();
+    return c ?? UdpConn.open(this.host, this.port, this.opts.source);
+  }
+
+  /** Replaces the spares taken since the last refill (at most MAX_SPARES kept). */
+  private openSpares(): void {
+    this.refill = undefined;
+    let n = Math.min(this.taken, MAX_SPARES - this.spares.length);
+    this.taken = 0;
+    if (this.stopped || !this.udpOneShot) return;
+    for (; n > 0; n--) {
+      try {
+        this.spares.push(UdpConn.open(this.host, this.port, this.opts.source));
+      } catch {
+        return; // out of sockets or no source address: the next query opens its own and reports why
+      }
+    }
+  }
+
+  private closeSpares(): void {
+    for (const c of this.spares) c.close();
+    this.spares.length = 0;
+  }
+
+  /** Spare one-use UDP sockets open (tests). */
+  spareCount(): number {
+    return this.spares.length;
   }
 
   dialTimeoutMs(): number {
@@ -88,11 +153,11 @@ export class Transport {
         c.close();
         continue;
       }
-      (this.hits[proto] ??= connCacheHitsCount.labels(this.proxyName, this.addr, proto)).inc();
+      (this.hits[proto] ??= connCacheHitsCount.child(this.proxyName, this.addr, proto)).inc();
       c.reused = true;
       return c;
     }
-    (this.misses[proto] ??= connCacheMissesCount.labels(this.proxyName, this.addr, proto)).inc();
+    (this.misses[proto] ??= connCacheMissesCount.child(this.proxyName, this.addr, proto)).inc();
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {
@@ -114,6 +179,8 @@ export class Transport {
 
   private sweep(): void {
     const now = Date.now();
+    if (this.takenSinceSweep === 0) this.closeSpares();
+    this.takenSinceSweep = 0;
     for (const p of Object.values(this.pools)) {
       let keep = 0;
       for (let i = 0; i < p.length; i++) {

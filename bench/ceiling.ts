@@ -1,0 +1,35 @@
+// The ceiling: the fastest a Node UDP server on this machine answers, for the bench's "ceiling" rows.
+// It parses nothing: each datagram comes back with QR and one answer set in the header and one fixed
+// A record appended (a name pointer to the question, 10.9.9.9), so dnsperf, which matches replies by
+// ID, counts it as a NOERROR answer. Node socket and event-loop cost only; no DNS server work.
+//
+//   node bench/ceiling.ts -dns.port PORT      (the flag names of nodens and CoreDNS, so the bench starts all alike)
+import dgram from 'node:dgram';
+import type { LookupOneOptions } from 'node:dns';
+
+const ANSWER = Buffer.from([0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 10, 9, 9, 9]);
+
+let port = 53;
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+  if (argv[i] === '-dns.port') port = Number(argv[++i]);
+}
+
+// The reply's address is the sender's IP literal: answered without dns.lookup's check and tick.
+const literal = (address: string, _o: LookupOneOptions, cb: (e: NodeJS.ErrnoException | null, a: string, f: number) => void): void => {
+  cb(null, address, 4);
+};
+const sock = dgram.createSocket({ type: 'udp4', lookup: literal });
+sock.on('message', (m, r) => {
+  if (m.length < 12) return;
+  const out = Buffer.allocUnsafe(m.length + ANSWER.length);
+  m.copy(out);
+  ANSWER.copy(out, m.length);
+  out[2] = out[2]! | 0x80;
+  out[3] = 0x80;
+  out[6] = 0;
+  out[7] = 1;
+  sock.send(out, r.port, r.address);
+});
+sock.bind(port, '127.0.0.1');
+process.on('SIGTERM', () => { sock.close(); process.exit(0); });
