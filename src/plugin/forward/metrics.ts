@@ -14,6 +14,6 @@ export const maxConcurrentRejectCount = counter(
 
 /** nodens: upstream queries answered by joining an identical query already in flight. */
 export const coalescedCount = counter(
-  'coredns_forward_coalesced_total',
+  'nodens_forward_coalesced_total',
   'Counter of queries that shared the upstream answer of an identical query in flight (nodens).',
 );

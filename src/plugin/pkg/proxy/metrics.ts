@@ -29,7 +29,7 @@ export const connCacheMissesCount = counter(
 
 /** nodens: attempts that ended because the upstream did not answer within read_timeout. */
 export const timeoutsCount = counter(
-  'coredns_proxy_timeouts_total',
+  'nodens_proxy_timeouts_total',
   'Counter of upstream attempts that timed out waiting for a reply (nodens).',
   ['proxy_name', 'to', 'proto'],
 );
