@@ -152,7 +152,7 @@ export class Instance implements InstanceServices {
     const parseOpts = {
       isDirective: (name: string) => registry.has(name),
       env,
-      warn: (msg: string) => { logger.warning(msg); },
+      warn: (msg: string) => { logger.std('[WARNING] ' + msg); },
     };
     let file = opts.file;
     let serverBlocks = parseCorefile(opts.corefile, file, parseOpts);
@@ -427,9 +427,14 @@ export class Instance implements InstanceServices {
   blockConfigs(): BlockConfig[] { return this.blocks; }
 
   /** CoreDNS's startup banner lines for the zones (not the version lines). */
-  bannerLines(): string[] {
-    const out: string[] = [];
+  bannerLines(): string[] { return this.bannerGroups().flat(); }
+
+  /** The banner lines per server (listen address), as each CoreDNS server prints its own. */
+  bannerGroups(): string[][] {
+    const groups: string[][] = [];
     for (const [addr, table] of this.tables) {
+      const out: string[] = [];
+      groups.push(out);
       const { host, port, transport } = this.hostsOf.get(addr)!;
       const scheme = transport === 'dns' ? '' : transport + '://';
       for (const zone of [...table.zones.keys()].sort()) {
@@ -439,7 +444,7 @@ export class Instance implements InstanceServices {
         out.push(`${scheme}${zone}:${port}${host === '' ? '' : ' on ' + host}`);
       }
     }
-    return out;
+    return groups;
   }
 }
 

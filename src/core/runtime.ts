@@ -47,6 +47,7 @@ export class Runtime {
     let fatalBeforeStart = false;
     const logger = opts.logger ?? new Logger({
       sink: opts.log?.sink,
+      format: opts.log?.format,
       // By default a library server that hits a fatal condition (a plain `loop` finding a loop) stops; its host goes on.
       onFatal: opts.log?.onFatal ?? (() => {
         if (runtime === undefined) fatalBeforeStart = true;
@@ -114,7 +115,7 @@ export class Runtime {
   private async doReload(corefile: string, file: string): Promise<Error | undefined> {
     const old = this.current;
     const log = this.opts.logger;
-    log.info('Reloading');
+    log.std('[INFO] Reloading');
     await old.runHooks('restart');
     let next: Instance | undefined;
     try {
@@ -128,7 +129,7 @@ export class Runtime {
       }
       await old.runHooks('restartFailed');
       old.applyDebug();
-      log.error(`Restart failed: ${err.message}`);
+      log.std(`[ERROR] Restart failed: ${err.message}`);
       return err;
     }
     this.current = next;
@@ -138,7 +139,7 @@ export class Runtime {
     await old.runHooks('shutdown');
     await next.runHooks('instanceStartup');
     for (const fn of this.startedListeners) fn(next, true);
-    log.info('Reloading complete');
+    log.std('[INFO] Reloading complete');
     return undefined;
   }
 

@@ -191,8 +191,17 @@ export interface ServerLogger {
    * assume the process is gone: return.
    */
   fatal(msg: string): void;
+  /**
+   * An [INFO] line; with -log-format json a record that also carries these typed
+   * fields (CoreDNS's log plugin). Field values: strings, numbers, booleans, null.
+   */
+  infoAttrs?(msg: string, attrs: Record<string, string | number | boolean | null>): void;
   /** True while [DEBUG] lines are printed. */
   readonly debugEnabled: boolean;
+  /** True with -log-format json (or an embedder's `log.format: 'json'`). */
+  readonly json?: boolean;
+  /** The server's logger for lines of plugin `name` (`plugin/<name>: `, or a `plugin` field in JSON). */
+  plugin?(name: string): ServerLogger;
 }
 
 /** A ServerLogger whose lines carry the `plugin/<name>: ` prefix. */

@@ -381,7 +381,7 @@ test('all upstreams down: one is tried anyway (SERVFAIL with its error); failfas
   for (const f of [slow, fast]) {
     const o = await f.ask('first.example.');
     assert.equal(o.rcode, 2);
-    assert.match(o.err!.message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: connection refused$/);
+    assert.match(o.err!.message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: read: connection refused$/);
     await until('all down', () => f.fwd.upstreams().every((u) => !u.healthy));
   }
   const broken = await metricValue('coredns_forward_healthcheck_broken_total');
