@@ -23,7 +23,7 @@ test('a JSON logger: level names, the plugin field, typed fields; the fatal hand
   const l = new Logger({ format: 'json', sink: (s) => { lines.push(s); }, onFatal: (s) => { fatal = s; } });
   l.warning('w');
   l.plugin('loop').fatal('f');
-  l.plugin('log').infoAttrs('q', { n: 1, b: false, r: null });
+  l.plugin('log').infoAttrs!('q', { n: 1, b: false, r: null });
   l.std('[INFO] SIGTERM: x');
   const recs = lines.map((s) => JSON.parse(s) as Record<string, unknown>);
   assert.deepEqual(recs.map(({ time: _t, ...r }) => r), [

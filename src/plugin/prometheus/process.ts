@@ -2,10 +2,36 @@
 // /metrics shows), read from /proc at scrape time, with Go's names and help
 // texts. Under several workers the aggregator sums what adds up (CPU, memory,
 // descriptors) and keeps one value of the rest.
+//
+// Where CoreDNS has the Go runtime's go_* metrics, nodens has prom-client's
+// standard nodejs_* ones (event-loop lag, heap, GC, handles): see
+// enableNodeRuntimeMetrics and the table in README.md.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import client from 'prom-client';
 import { registry } from '../pkg/metrics.ts';
+
+let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefined;
+
+/**
+ * prom-client's default nodejs_* metrics, registered once, when the first
+ * prometheus block is set up (not at import: an application that embeds nodens
+ * without metrics gets no event-loop monitor and no GC observer). Its process_*
+ * metrics are left out: the Go-compatible ones above stand for them. Values are
+ * read at scrape time, except the event-loop delay histogram (perf_hooks,
+ * sampled by libuv every 10 ms) and the GC durations (a PerformanceObserver).
+ */
+export function enableNodeRuntimeMetrics(into: client.Registry = registry): void {
+  if (nodeRuntimeMetrics === undefined) {
+    const scratch = new client.Registry();
+    client.collectDefaultMetrics({ register: scratch });
+    nodeRuntimeMetrics = scratch.getMetricsAsArray().map((m) => m.name).filter((n) => n.startsWith('nodejs_'))
+      .map((name) => ({ name, metric: scratch.getSingleMetric(name)! }));
+  }
+  for (const { name, metric } of nodeRuntimeMetrics) {
+    if (into.getSingleMetric(name) === undefined) into.registerMetric(metric);
+  }
+}
 
 const PAGE_SIZE = 4096;
 const CLOCK_TICKS = 100;

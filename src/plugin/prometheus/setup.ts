@@ -12,7 +12,7 @@ import { metricsContentType, metricsText } from '../pkg/metrics.ts';
 import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
 import { Metrics } from './handler.ts';
 import { buildInfo, httpsResponses, panics, pluginEnabled, reportDropped } from './vars.ts';
-import './process.ts';
+import { enableNodeRuntimeMetrics } from './process.ts';
 
 export const DEFAULT_ADDR = 'localhost:9153';
 
@@ -155,6 +155,7 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const { addr } = parse(c);
 
+    enableNodeRuntimeMetrics();
     buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
 
     const site = httpSite(c);
