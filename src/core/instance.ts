@@ -18,6 +18,7 @@ import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, DohListener, 
 import { tlsConflict } from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
+import { processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
 import { defaultCorefile } from './loader.ts';
 
 export interface InstanceOptions {
@@ -34,6 +35,8 @@ export interface InstanceOptions {
   logger?: Logger;
   /** The server this instance belongs to (default: a lineage of its own). */
   lineage?: Lineage;
+  /** The server's metrics registry (default: the process's). */
+  metrics?: MetricsRegistry;
 }
 
 /** The store of one server across its reloads. */
@@ -123,6 +126,7 @@ export class Instance implements InstanceServices {
   reloadControl: ReloadControl | undefined;
   readonly log: Logger;
   readonly lineage: Lineage;
+  readonly metrics: MetricsRegistry;
   readonly env: Readonly<Record<string, string | undefined>>;
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
@@ -140,6 +144,7 @@ export class Instance implements InstanceServices {
     this.serverBlocks = blocks;
     this.reloadControl = opts.reloadControl;
     this.log = opts.logger ?? new Logger();
+    this.metrics = opts.metrics ?? processMetricsRegistry;
     this.lineage = opts.lineage ?? new LineageStore();
     this.env = env;
   }

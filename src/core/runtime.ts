@@ -4,7 +4,7 @@
 
 import { Instance, LineageStore, StartupError } from './instance.ts';
 import type { PluginRegistry } from './registry.ts';
-import type { ReloadControl } from '../plugin/plugin.ts';
+import type { MetricsRegistry, ReloadControl } from '../plugin/plugin.ts';
 import { Logger, type LoggerOptions } from './log.ts';
 
 export interface RuntimeOptions {
@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** Without `logger`: the sink and fatal handler of the logger made for this server. */
   log?: LoggerOptions;
+  /** The server's metrics registry, kept across reloads (default: the process's, as the nodens command uses). */
+  metrics?: MetricsRegistry;
 }
 
 /** Fired after every successful start or reload (caddy's instance-startup event). */

@@ -9,7 +9,7 @@
 
 import { readFileSync, readdirSync } from 'node:fs';
 import client from 'prom-client';
-import { registry } from '../pkg/metrics.ts';
+import { metricSet, registry } from '../pkg/metrics.ts';
 
 let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefined;
 
@@ -101,64 +101,68 @@ const startTime = (() => {
   return bt + Number(f[19]) / CLOCK_TICKS;
 })();
 
-new client.Counter({
-  name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [registry],
-  collect() {
-    const f = statFields();
-    if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
-  },
-});
+/** Go's process collector's metrics, in a server's registry (read at scrape time). */
+export const processMetrics = metricSet((r) => {
+  new client.Counter({
+    name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [r],
+    collect() {
+      const f = statFields();
+      if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
+    },
+  });
 
-new client.Gauge({
-  name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [registry], aggregator: 'max',
-  collect() { setGauge(this, limit('Max open files')); },
-});
+  new client.Gauge({
+    name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [r], aggregator: 'max',
+    collect() { setGauge(this, limit('Max open files')); },
+  });
 
-new client.Counter({
-  name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
-  registers: [registry], aggregator: 'max',
-  collect() { setCounter(this, netTotals()?.rx); },
-});
+  new client.Counter({
+    name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
+    registers: [r], aggregator: 'max',
+    collect() { setCounter(this, netTotals()?.rx); },
+  });
 
-new client.Counter({
-  name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
-  registers: [registry], aggregator: 'max',
-  collect() { setCounter(this, netTotals()?.tx); },
-});
+  new client.Counter({
+    name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
+    registers: [r], aggregator: 'max',
+    collect() { setCounter(this, netTotals()?.tx); },
+  });
 
-new client.Gauge({
-  name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [registry],
-  collect() {
-    try {
-      setGauge(this, readdirSync('/proc/self/fd').length);
-    } catch { /* not on Linux */ }
-  },
-});
+  new client.Gauge({
+    name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [r],
+    collect() {
+      try {
+        setGauge(this, readdirSync('/proc/self/fd').length);
+      } catch { /* not on Linux */ }
+    },
+  });
 
-new client.Gauge({
-  name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [registry],
-  collect() {
-    const f = statFields();
-    setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
-  },
-});
+  new client.Gauge({
+    name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [r],
+    collect() {
+      const f = statFields();
+      setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
+    },
+  });
 
-new client.Gauge({
-  name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
-  registers: [registry], aggregator: 'min',
-  collect() { setGauge(this, startTime); },
-});
+  new client.Gauge({
+    name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
+    registers: [r], aggregator: 'min',
+    collect() { setGauge(this, startTime); },
+  });
 
-new client.Gauge({
-  name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [registry],
-  collect() {
-    const f = statFields();
-    if (f !== undefined) setGauge(this, Number(f[20]));
-  },
-});
+  new client.Gauge({
+    name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [r],
+    collect() {
+      const f = statFields();
+      if (f !== undefined) setGauge(this, Number(f[20]));
+    },
+  });
 
-new client.Gauge({
-  name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
-  registers: [registry], aggregator: 'max',
-  collect() { setGauge(this, limit('Max address space')); },
+  new client.Gauge({
+    name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
+    registers: [r], aggregator: 'max',
+    collect() { setGauge(this, limit('Max address space')); },
+  });
+  return true;
 });

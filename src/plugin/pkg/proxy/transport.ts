@@ -9,7 +9,7 @@
 
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
-import { connCacheHitsCount, connCacheMissesCount } from './metrics.ts';
+import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
 
 const MIN_DIAL_MS = 1000;
 const MAX_DIAL_MS = 30000;
@@ -24,6 +24,8 @@ export interface TransportOptions {
   tls: TlsOptions | undefined;
   /** Pool UDP sockets like TCP connections (CoreDNS's behaviour); off: one socket per query. */
   reuseUdp: boolean;
+  /** The server's proxy metrics (default: the process's registry). */
+  metrics?: ProxyMetrics;
 }
 
 export class Transport {
@@ -88,11 +90,11 @@ export class Transport {
         c.close();
         continue;
       }
-      (this.hits[proto] ??= connCacheHitsCount.labels(this.proxyName, this.addr, proto)).inc();
+      (this.hits[proto] ??= (this.opts.metrics ?? proxyMetrics()).connCacheHitsCount.labels(this.proxyName, this.addr, proto)).inc();
       c.reused = true;
       return c;
     }
-    (this.misses[proto] ??= connCacheMissesCount.labels(this.proxyName, this.addr, proto)).inc();
+    (this.misses[proto] ??= (this.opts.metrics ?? proxyMetrics()).connCacheMissesCount.labels(this.proxyName, this.addr, proto)).inc();
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {
