@@ -99,7 +99,7 @@ export class Logger implements ServerLogger {
 
 /** `{"time":…,"level":…,"msg":…,<attrs>}`: slog's key order and its string escaping. */
 export function jsonRecord(level: Level, msg: string, attrs?: LogAttrs): string {
-  let s = '{"time":"' + rfc3339Nano(performance.timeOrigin + performance.now()) + '","level":"' + level + '","msg":' + goJSONString(msg);
+  let s = '{"time":"' + rfc3339Nano(nowMs()) + '","level":"' + level + '","msg":' + goJSONString(msg);
   if (attrs !== undefined) {
     for (const k in attrs) {
       const v = attrs[k];
@@ -107,6 +107,21 @@ export function jsonRecord(level: Level, msg: string, attrs?: LogAttrs): string 
     }
   }
   return s + '}';
+}
+
+/** Wall-clock ms minus performance.now(), set on first use and again whenever the wall clock moved away. */
+let clockAnchor: number | undefined;
+
+/** The wall clock in ms with µs digits from the monotonic clock (Go's records carry ns). */
+function nowMs(): number {
+  const mono = performance.now();
+  const wall = Date.now();
+  let t = clockAnchor === undefined ? NaN : clockAnchor + mono;
+  if (!(t > wall - 2 && t < wall + 2)) {
+    clockAnchor = wall - mono + (mono % 1);
+    t = clockAnchor + mono;
+  }
+  return t;
 }
 
 /** Go's time.RFC3339Nano of a time in milliseconds since the epoch (µs precision here), in local time. */
