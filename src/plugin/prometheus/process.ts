@@ -14,10 +14,12 @@ import { metricSet, registry } from '../pkg/metrics.ts';
 let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefined;
 
 /**
- * prom-client's default nodejs_* metrics, registered once, when the first
- * prometheus block is set up (not at import: an application that embeds nodens
- * without metrics gets no event-loop monitor and no GC observer). Its process_*
- * metrics are left out: the Go-compatible ones above stand for them. Values are
+ * prom-client's default nodejs_* metrics, made once, when the first prometheus
+ * block is set up (not at import: an application that embeds nodens without
+ * metrics gets no event-loop monitor and no GC observer), then registered in
+ * each server's registry `into` (the same objects: they describe the one
+ * process). Its process_* metrics are left out: the Go-compatible ones below
+ * stand for them. Values are
  * read at scrape time, except the event-loop delay histogram (perf_hooks,
  * sampled by libuv every 10 ms) and the GC durations (a PerformanceObserver).
  */
