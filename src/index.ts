@@ -11,13 +11,15 @@ import { Runtime } from './core/runtime.ts';
 import { builtinPlugins } from './plugin/index.ts';
 import type { PluginDefinition } from './plugin/plugin.ts';
 import type { LoggerOptions } from './core/log.ts';
+import { Registry } from 'prom-client';
+import type { MetricsRegistry } from './plugin/plugin.ts';
 
 export * from './plugin/plugin.ts';
 export { Request } from './core/request.ts';
 export { PluginRegistry, type Placement } from './core/registry.ts';
 export { Runtime } from './core/runtime.ts';
 export { StartupError } from './core/instance.ts';
-export { Logger, log, pluginLogger, setLogSink, type LogSink, type LoggerOptions } from './core/log.ts';
+export { Logger, log, pluginLogger, setLogSink, type LogSink, type LoggerOptions, type LogFormat } from './core/log.ts';
 export { MAX_LOOKUP_DEPTH, type DeriveOptions } from './core/request.ts';
 export * as wire from './wire/index.ts';
 
@@ -52,6 +54,12 @@ export interface StartOptions {
    * host process goes on. Give `onFatal: () => process.exit(1)` for CoreDNS's behaviour.
    */
   log?: LoggerOptions;
+  /**
+   * This server's Prometheus registry (prom-client's Registry): every metric its plugins define,
+   * served by its `prometheus` endpoint. Default: a registry of its own, so two servers in one
+   * process count apart. Give one to add nodens's metrics to an application's own registry.
+   */
+  metrics?: MetricsRegistry;
 }
 
 export interface ListenAddress {
@@ -81,6 +89,9 @@ export class NodensServer {
   /** Graceful stop: shutdown hooks, then listeners closed after queries in flight. */
   async stop(): Promise<void> { await this.runtime.stop(); }
 
+  /** This server's metrics registry (`await server.metrics.metrics()` gives the exposition text). */
+  get metrics(): MetricsRegistry { return this.runtime.instance.metrics; }
+
   /** Resolves when the server stopped by itself after a [FATAL] line (without a custom `log.onFatal`). */
   get stopped(): Promise<void> { return this.runtime.fatalStop; }
 }
@@ -93,6 +104,7 @@ export async function startServer(opts: StartOptions): Promise<NodensServer> {
     registry: createRegistry(opts.plugins),
     env: opts.env,
     log: opts.log,
+    metrics: opts.metrics ?? new Registry(),
   });
   await runtime.announceStart();
   return new NodensServer(runtime);

@@ -5,7 +5,7 @@ import { writeFileSync, unlinkSync, writeSync } from 'node:fs';
 import { createRegistry } from '../index.ts';
 import { Runtime } from '../core/runtime.ts';
 import { loadCorefile } from '../core/loader.ts';
-import { log } from '../core/log.ts';
+import { jsonRecord, log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
@@ -17,6 +17,7 @@ import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
   { name: 'conf', kind: 'string', default: '', usage: 'Corefile to load (default "Corefile")' },
+  { name: 'log-format', kind: 'string', default: 'text', usage: 'Log format (text or json)' },
   { name: 'dns.port', kind: 'string', default: '53', usage: 'Default port' },
   { name: 'p', kind: 'string', default: '53', usage: 'Default port', aliasOf: 'dns.port' },
   { name: 'pidfile', kind: 'string', default: '', usage: 'Path to write pid file' },
@@ -29,9 +30,13 @@ const FLAGS: FlagSpec[] = [
 function out(s: string): void { writeSync(1, s); }
 function err(s: string): void { writeSync(2, s); }
 
-/** A startup failure: message on stderr, exit 1 (CoreDNS's mustLogFatal). */
-function fatalStartup(message: string): never {
-  err(message + '\n');
+/**
+ * A startup failure: message on stderr, exit 1 (CoreDNS's mustLogFatal). `goTimestamp`: Go's
+ * logger still had its default date prefix (before the log flags were set); a JSON record has its own time.
+ */
+function fatalStartup(message: string, goTimestamp = false): never {
+  if (log.json) err(jsonRecord('FATAL', message) + '\n');
+  else err((goTimestamp ? goLogTime() + ' ' : '') + message + '\n');
   process.exit(1);
 }
 
@@ -56,8 +61,14 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const flag = (n: string): string => parsed.values.get(n) ?? '';
+  const logFormat = flag('log-format');
+  if (logFormat !== 'text') {
+    if (logFormat !== 'json') fatalStartup(`unknown log format ${goQuote(logFormat)}: expected text or json`, true);
+    // Every line from here on is a JSON record, as CoreDNS configures its logger before anything else.
+    log.json = true;
+  }
   // Go's logger still has its default timestamp at this point, so CoreDNS prints one here.
-  if (parsed.rest.length > 0) fatalStartup(`${goLogTime()} extra command line arguments: [${parsed.rest.join(' ')}]`);
+  if (parsed.rest.length > 0) fatalStartup(`extra command line arguments: [${parsed.rest.join(' ')}]`, true);
 
   const registry = createRegistry();
   if (flag('version') === 'true') {
@@ -73,7 +84,7 @@ export async function main(argv: string[]): Promise<void> {
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
   if (workers > 1 && cluster.isPrimary) {
-    await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionLines().join('\n') + '\n');
+    await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
     return;
   }
   const quiet = flag('quiet') === 'true';
@@ -98,19 +109,29 @@ export async function main(argv: string[]): Promise<void> {
     fatalStartup(e instanceof Error ? e.message : String(e));
   }
 
-  if (!quiet && printsZoneLines()) out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
+  if (!quiet && printsZoneLines()) {
+    // JSON: one INFO record per server (listen address) with its zone lines, as CoreDNS's printStartup.
+    if (log.json) for (const g of runtime.instance.bannerGroups()) log.info(g.join('\n'));
+    else out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
+  }
   if (pidfile !== '' && !cluster.isWorker) {
     try {
       writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 });
     } catch (e) {
-      log.error(`Could not write pidfile: ${(e as Error).message}`);
+      log.std(`[ERROR] Could not write pidfile: ${(e as Error).message}`);
     }
   }
   await runtime.announceStart();
-  if (!quiet && printsVersionLines()) out(versionLines().join('\n') + '\n');
+  if (!quiet && printsVersionLines()) out(versionText());
   reportWorkerReady();
 
   running.set(runtime);
+}
+
+/** The banner's version lines: plain, or with -log-format json one INFO record holding both. */
+function versionText(): string {
+  const text = versionLines().join('\n');
+  return (log.json ? jsonRecord('INFO', text) : text) + '\n';
 }
 
 /** -workers N: 0 means one per CPU. */
@@ -146,45 +167,45 @@ function installSignals(conf: string, port: string, pidfile: string): { set(r: R
   process.on('SIGINT', () => {
     if (deferred('SIGINT')) return;
     if (interrupted) {
-      log.info('SIGINT: Force quit');
+      log.std('[INFO] SIGINT: Force quit');
       removePidfile(pidfile);
       process.exit(2);
     }
     interrupted = true;
-    log.info('SIGINT: Shutting down');
+    log.std('[INFO] SIGINT: Shutting down');
     removePidfile(pidfile);
     void runtime!.stop().then((errors) => {
-      for (const e of errors) log.error(`SIGINT shutdown: ${e.message}`);
+      for (const e of errors) log.std(`[ERROR] SIGINT shutdown: ${e.message}`);
       process.exit(errors.length > 0 ? 4 : 0);
     });
   });
   process.on('SIGTERM', () => {
     if (deferred('SIGTERM')) return;
-    log.info('SIGTERM: Shutting down servers then terminating');
+    log.std('[INFO] SIGTERM: Shutting down servers then terminating');
     void runtime!.stop().then((errors) => {
-      for (const e of errors) log.error(`SIGTERM shutdown: ${e.message}`);
+      for (const e of errors) log.std(`[ERROR] SIGTERM shutdown: ${e.message}`);
       removePidfile(pidfile);
       process.exit(errors.length > 0 ? 4 : 0);
     });
   });
   process.on('SIGQUIT', () => {
-    log.info('SIGQUIT: Quitting process immediately');
+    log.std('[INFO] SIGQUIT: Quitting process immediately');
     removePidfile(pidfile);
     process.exit(0);
   });
   process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
   process.on('SIGUSR1', () => {
     if (runtime === undefined) return;
-    log.info('SIGUSR1: Reloading');
+    log.std('[INFO] SIGUSR1: Reloading');
     let input;
     try {
       input = loadCorefile(conf, port);
     } catch (e) {
-      log.error(`SIGUSR1: loading updated Caddyfile: ${(e as Error).message}`);
+      log.std(`[ERROR] SIGUSR1: loading updated Caddyfile: ${(e as Error).message}`);
       return;
     }
     void runtime.reload(input.contents, input.file).then((e) => {
-      if (e !== undefined) log.error(`SIGUSR1: starting with listener file descriptors: ${e.message}`);
+      if (e !== undefined) log.std(`[ERROR] SIGUSR1: starting with listener file descriptors: ${e.message}`);
     });
   });
   return {

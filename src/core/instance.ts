@@ -18,6 +18,7 @@ import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, DohListener, 
 import { tlsConflict } from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
+import { processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
 import { defaultCorefile } from './loader.ts';
 
 export interface InstanceOptions {
@@ -34,6 +35,8 @@ export interface InstanceOptions {
   logger?: Logger;
   /** The server this instance belongs to (default: a lineage of its own). */
   lineage?: Lineage;
+  /** The server's metrics registry (default: the process's). */
+  metrics?: MetricsRegistry;
 }
 
 /** The store of one server across its reloads. */
@@ -123,6 +126,7 @@ export class Instance implements InstanceServices {
   reloadControl: ReloadControl | undefined;
   readonly log: Logger;
   readonly lineage: Lineage;
+  readonly metrics: MetricsRegistry;
   readonly env: Readonly<Record<string, string | undefined>>;
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
@@ -140,6 +144,7 @@ export class Instance implements InstanceServices {
     this.serverBlocks = blocks;
     this.reloadControl = opts.reloadControl;
     this.log = opts.logger ?? new Logger();
+    this.metrics = opts.metrics ?? processMetricsRegistry;
     this.lineage = opts.lineage ?? new LineageStore();
     this.env = env;
   }
@@ -152,7 +157,7 @@ export class Instance implements InstanceServices {
     const parseOpts = {
       isDirective: (name: string) => registry.has(name),
       env,
-      warn: (msg: string) => { logger.warning(msg); },
+      warn: (msg: string) => { logger.std('[WARNING] ' + msg); },
     };
     let file = opts.file;
     let serverBlocks = parseCorefile(opts.corefile, file, parseOpts);
@@ -427,9 +432,14 @@ export class Instance implements InstanceServices {
   blockConfigs(): BlockConfig[] { return this.blocks; }
 
   /** CoreDNS's startup banner lines for the zones (not the version lines). */
-  bannerLines(): string[] {
-    const out: string[] = [];
+  bannerLines(): string[] { return this.bannerGroups().flat(); }
+
+  /** The banner lines per server (listen address), as each CoreDNS server prints its own. */
+  bannerGroups(): string[][] {
+    const groups: string[][] = [];
     for (const [addr, table] of this.tables) {
+      const out: string[] = [];
+      groups.push(out);
       const { host, port, transport } = this.hostsOf.get(addr)!;
       const scheme = transport === 'dns' ? '' : transport + '://';
       for (const zone of [...table.zones.keys()].sort()) {
@@ -439,7 +449,7 @@ export class Instance implements InstanceServices {
         out.push(`${scheme}${zone}:${port}${host === '' ? '' : ' on ' + host}`);
       }
     }
-    return out;
+    return groups;
   }
 }
 

@@ -4,7 +4,7 @@
 
 import { Instance, LineageStore, StartupError } from './instance.ts';
 import type { PluginRegistry } from './registry.ts';
-import type { ReloadControl } from '../plugin/plugin.ts';
+import type { MetricsRegistry, ReloadControl } from '../plugin/plugin.ts';
 import { Logger, type LoggerOptions } from './log.ts';
 
 export interface RuntimeOptions {
@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** Without `logger`: the sink and fatal handler of the logger made for this server. */
   log?: LoggerOptions;
+  /** The server's metrics registry, kept across reloads (default: the process's, as the nodens command uses). */
+  metrics?: MetricsRegistry;
 }
 
 /** Fired after every successful start or reload (caddy's instance-startup event). */
@@ -47,6 +49,7 @@ export class Runtime {
     let fatalBeforeStart = false;
     const logger = opts.logger ?? new Logger({
       sink: opts.log?.sink,
+      format: opts.log?.format,
       // By default a library server that hits a fatal condition (a plain `loop` finding a loop) stops; its host goes on.
       onFatal: opts.log?.onFatal ?? (() => {
         if (runtime === undefined) fatalBeforeStart = true;
@@ -114,7 +117,7 @@ export class Runtime {
   private async doReload(corefile: string, file: string): Promise<Error | undefined> {
     const old = this.current;
     const log = this.opts.logger;
-    log.info('Reloading');
+    log.std('[INFO] Reloading');
     await old.runHooks('restart');
     let next: Instance | undefined;
     try {
@@ -128,7 +131,7 @@ export class Runtime {
       }
       await old.runHooks('restartFailed');
       old.applyDebug();
-      log.error(`Restart failed: ${err.message}`);
+      log.std(`[ERROR] Restart failed: ${err.message}`);
       return err;
     }
     this.current = next;
@@ -138,7 +141,7 @@ export class Runtime {
     await old.runHooks('shutdown');
     await next.runHooks('instanceStartup');
     for (const fn of this.startedListeners) fn(next, true);
-    log.info('Reloading complete');
+    log.std('[INFO] Reloading complete');
     return undefined;
   }
 

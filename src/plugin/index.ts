@@ -6,6 +6,7 @@
 // typical Corefile (a dozen directives) never needs.
 
 import type { PluginDefinition, SetupContext } from './plugin.ts';
+import { setMetricDefinitionsLoader } from './pkg/metrics.ts';
 
 function lazy(name: string, load: () => Promise<{ plugin: PluginDefinition }>): PluginDefinition {
   let loaded: PluginDefinition | undefined;
@@ -68,3 +69,24 @@ export const builtinPlugins: PluginDefinition[] = [
   lazy('view', () => import('./view/setup.ts')),
   lazy('whoami', () => import('./whoami/setup.ts')),
 ];
+
+// The modules that define plugins' metrics, for the prometheus plugin's full listing
+// (small modules: definitions only, not the plugins).
+setMetricDefinitionsLoader(() => Promise.all([
+  import('./acl/metrics.ts'),
+  import('./autopath/metrics.ts'),
+  import('./cache/metrics.ts'),
+  import('./dns64/metrics.ts'),
+  import('./dnssec/metrics.ts'),
+  import('./forward/metrics.ts'),
+  import('./health/metrics.ts'),
+  import('./hosts/metrics.ts'),
+  import('./kubernetes/metrics.ts'),
+  import('./local/metrics.ts'),
+  import('./loop/metrics.ts'),
+  import('./pkg/proxy/metrics.ts'),
+  import('./reload/metrics.ts'),
+  import('./shed/metrics.ts'),
+  import('./siit/metrics.ts'),
+  import('./template/metrics.ts'),
+]));

@@ -8,6 +8,7 @@
 //   server writes that reply. Errors travel as a PluginError (CoreDNS's `err`):
 //   thrown, never sent to the client, logged only by the errors plugin.
 
+import { Registry } from 'prom-client';
 import type { Message } from '../wire/types.ts';
 import { Rcode } from '../wire/constants.ts';
 import type { Dispenser } from '../corefile/dispenser.ts';
@@ -191,8 +192,17 @@ export interface ServerLogger {
    * assume the process is gone: return.
    */
   fatal(msg: string): void;
+  /**
+   * An [INFO] line; with -log-format json a record that also carries these typed
+   * fields (CoreDNS's log plugin). Field values: strings, numbers, booleans, null.
+   */
+  infoAttrs?(msg: string, attrs: Record<string, string | number | boolean | null>): void;
   /** True while [DEBUG] lines are printed. */
   readonly debugEnabled: boolean;
+  /** True with -log-format json (or an embedder's `log.format: 'json'`). */
+  readonly json?: boolean;
+  /** The server's logger for lines of plugin `name` (`plugin/<name>: `, or a `plugin` field in JSON). */
+  plugin?(name: string): ServerLogger;
 }
 
 /** A ServerLogger whose lines carry the `plugin/<name>: ` prefix. */
@@ -251,6 +261,15 @@ export interface ReloadControl {
 }
 
 /** Services shared by all blocks of one running configuration (one "instance"). */
+/** A Prometheus registry (prom-client's): each server counts in its own. */
+export type MetricsRegistry = Registry;
+
+/**
+ * The process's registry: the nodens command's server (which -workers sums across processes), and
+ * code that runs outside any server. An embedded server gets a registry of its own.
+ */
+export const processMetricsRegistry: MetricsRegistry = new Registry();
+
 export interface InstanceServices {
   /** A value shared between setups of the same instance (gone with the next reload), created on first use. */
   shared<T>(key: string, create: () => T): T;
@@ -266,6 +285,8 @@ export interface InstanceServices {
   readonly reloadControl: ReloadControl | undefined;
   /** The server's logger without a plugin prefix (the log plugin's lines, CoreDNS's unprefixed messages). */
   readonly log: ServerLogger;
+  /** The server's metrics registry (the same across reloads): plugins define their metrics in it. */
+  readonly metrics: MetricsRegistry;
   /**
    * Declare that a plugin handles EDNS0 option `code` (CoreDNS's edns.SetSupportedOption; rewrite's
    * `edns0 local` does): the server then copies it from a query into a reply that has no OPT of its own.

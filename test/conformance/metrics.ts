@@ -5,7 +5,9 @@
 //   * every coredns_* family: the same series (label sets; the server label's port normalised);
 //   * counters and gauges: the same values; histograms: the same counts (and, for sizes, the same
 //     buckets and sums); timings, timestamps and process values are not compared;
-//   * go_* families exist only in the Go binary and are skipped.
+//   * go_* families exist only in the Go binary and are skipped;
+//   * nodens's own families are nodens_* (its additions) or nodejs_* (Node's runtime, where Go has
+//     go_*): any other family only nodens has fails, so an addition cannot pass as a CoreDNS metric.
 //
 // Families a case expects to differ are listed in its metrics.json {"absent": {name: why},
 // "extra": {name: why}} (absent = only in CoreDNS, extra = only in nodens), each with a reason.
@@ -60,7 +62,14 @@ function compare(ref: Map<string, Family>, sub: Map<string, Family>, refPorts: [
   const names = new Set([...ref.keys(), ...sub.keys()]);
   for (const name of [...names].sort()) {
     if (name.startsWith('go_')) continue;
-    if (!name.startsWith('coredns_') && !name.startsWith('process_')) continue;
+    if (name.startsWith('nodens_') || name.startsWith('nodejs_')) {
+      if (ref.has(name)) problems.push(`${name}: a nodens name that CoreDNS has too`);
+      continue;
+    }
+    if (!name.startsWith('coredns_') && !name.startsWith('process_')) {
+      if (!ref.has(name)) problems.push(`only in nodens, without the nodens_ prefix: ${name}`);
+      continue;
+    }
     const a = ref.get(name);
     const b = sub.get(name);
     if (a === undefined) {

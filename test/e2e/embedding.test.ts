@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { startServer, wire, type ExternalPlugin, type Handler, type Request, type ResponseWriter } from '../../src/index.ts';
 import { exchange } from '../helpers/client.ts';
 import { freePort } from '../helpers/server.ts';
+import { get, parseMetrics } from './prometheus-util.ts';
 
 /** An external plugin that answers `<x>.via.test.` with what req.lookup gives for the name after `via`. */
 function lookupPlugin(): ExternalPlugin {
@@ -99,6 +100,61 @@ test('two embedded servers keep their logs apart', async () => {
     await ask(b.port, 'two.example.');
     assert.deepEqual(linesA, ['[INFO] A one.example.']);
     assert.deepEqual(linesB, ['[INFO] B two.example.']);
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
+
+/** Sum of a family's samples on a /metrics endpoint. */
+async function scrapeSum(port: number, family: string): Promise<number> {
+  const f = parseMetrics((await get(port, '/metrics')).body).get(family);
+  return (f?.samples ?? []).reduce((a, s) => a + s.value, 0);
+}
+
+test('two embedded servers with different Corefiles keep their metrics and log formats apart; a loop FATAL in a third stops only it', { timeout: 30_000 }, async () => {
+  const [ma, mb] = [await freePort(), await freePort()];
+  const linesA: string[] = [];
+  const linesB: string[] = [];
+  // Both keys are `.:0`: the same server label (dns://:0), so one shared registry would mix their series.
+  const a = await startServer({
+    corefile: `.:0 {\n bind 127.0.0.1\n prometheus 127.0.0.1:${ma}\n log\n whoami\n}\n`,
+    log: { sink: (l) => { linesA.push(l); }, format: 'json' },
+  });
+  const b = await startServer({
+    corefile: `.:0 {\n bind 127.0.0.1\n prometheus 127.0.0.1:${mb}\n log . "B {name}"\n cache 30\n whoami\n}\n`,
+    log: { sink: (l) => { linesB.push(l); } },
+  });
+  try {
+    assert.notEqual(a.metrics, b.metrics);
+    for (let i = 0; i < 3; i++) await ask(a.port, `a${i}.example.`);
+    for (let i = 0; i < 5; i++) await ask(b.port, `b${i}.example.`);
+    assert.equal(await scrapeSum(ma, 'coredns_dns_requests_total'), 3);
+    assert.equal(await scrapeSum(mb, 'coredns_dns_requests_total'), 5);
+    assert.equal(await scrapeSum(ma, 'coredns_cache_requests_total'), 0, 'A has no cache: no cache series');
+    assert.equal(await scrapeSum(mb, 'coredns_cache_requests_total'), 5);
+    // Each endpoint lists the families CoreDNS always has, and the Node runtime's.
+    for (const port of [ma, mb]) {
+      const families = parseMetrics((await get(port, '/metrics')).body);
+      for (const f of ['coredns_build_info', 'coredns_reload_failed_total', 'process_resident_memory_bytes', 'nodejs_heap_size_used_bytes']) {
+        assert.ok(families.has(f), `${f} on :${port}`);
+      }
+    }
+    // A logs JSON records, B text lines.
+    assert.deepEqual(linesA.map((l) => (JSON.parse(l) as { plugin: string; qname: string }).qname), ['a0.example.', 'a1.example.', 'a2.example.']);
+    assert.deepEqual(linesB, ['[INFO] B b0.example.', '[INFO] B b1.example.', '[INFO] B b2.example.', '[INFO] B b3.example.', '[INFO] B b4.example.']);
+
+    // A third server that forwards to itself: its plain loop FATAL stops it alone.
+    const port = await freePort();
+    const linesC: string[] = [];
+    const c = await startServer({ corefile: `.:${port} {\n bind 127.0.0.1\n loop\n forward . 127.0.0.1:${port}\n}\n`, log: { sink: (l) => { linesC.push(l); } } });
+    await Promise.race([c.stopped, new Promise((_r, reject) => setTimeout(() => { reject(new Error(`no FATAL stop: ${linesC.join('\n')}`)); }, 15_000))]);
+    assert.ok(linesC.some((l) => l.startsWith('[FATAL] plugin/loop: Loop (')), linesC.join('\n'));
+    assert.equal((await ask(a.port, 'after.example.')).rcode, 0);
+    assert.equal((await ask(b.port, 'after.example.')).rcode, 0);
+    assert.equal(await scrapeSum(ma, 'coredns_dns_requests_total'), 4);
+    assert.equal(await scrapeSum(mb, 'coredns_dns_requests_total'), 6);
+    assert.ok(!linesA.concat(linesB).some((l) => l.includes('FATAL')), 'the fatal line went to its own server only');
   } finally {
     await a.stop();
     await b.stop();

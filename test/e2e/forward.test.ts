@@ -117,7 +117,7 @@ describe('forward with misbehaving upstreams', () => {
       assert.ok(took <= 5300, `took ${took} ms`);
       assert.ok(took >= 4500, `took ${took} ms (deadline not used)`);
       assert.ok(logLines.some((l) => /\[ERROR\] plugin\/errors: 2 down\.example\. A: read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: i\/o timeout/.test(l)), 'timeout logged');
-      assert.match(await metric('coredns_proxy_timeouts_total'), /coredns_proxy_timeouts_total\{proxy_name="forward",to="127\.0\.0\.1:\d+",proto="udp"\} [1-9]/);
+      assert.match(await metric('nodens_proxy_timeouts_total'), /nodens_proxy_timeouts_total\{proxy_name="forward",to="127\.0\.0\.1:\d+",proto="udp"\} [1-9]/);
     } finally { await s.stop(); await Promise.all([a.stop(), b.stop(), c.stop()]); }
   });
 

@@ -9,7 +9,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import dgram from 'node:dgram';
-import { startServer, setLogSink, type NodensServer, type ExternalPlugin } from '../../src/index.ts';
+import { startServer, setLogSink, processMetricsRegistry, type NodensServer, type ExternalPlugin } from '../../src/index.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(ROOT, 'bin', 'nodens');
@@ -18,8 +18,13 @@ export const BIN = join(ROOT, 'bin', 'nodens');
 export const logLines: string[] = [];
 setLogSink((line) => { logLines.push(line); });
 
+/**
+ * An in-process server counting in the process's metrics registry (as the nodens command does), so a
+ * test reads its metrics from `registry` of src/plugin/pkg/metrics.ts. startServer alone gives each
+ * server a registry of its own.
+ */
 export async function startInProcess(corefile: string, opts: { plugins?: ExternalPlugin[]; env?: Record<string, string> } = {}): Promise<NodensServer> {
-  return startServer({ corefile, plugins: opts.plugins, env: opts.env });
+  return startServer({ corefile, plugins: opts.plugins, env: opts.env, metrics: processMetricsRegistry });
 }
 
 /** A port free for both UDP and TCP on 127.0.0.1 right now. */

@@ -13,7 +13,8 @@ import { EdnsOption, ExtendedErrorCode, Rcode, RRType } from '../../wire/constan
 import { nextOrFailure } from '../pkg/next.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import type { AclAction, AclRule } from './setup.ts';
-import { allowedRequests, blockedRequests, droppedRequests, filteredRequests } from './metrics.ts';
+import { aclMetrics, type AclMetrics } from './metrics.ts';
+import type { CounterVec } from '../pkg/vec.ts';
 
 const NONE = 0;
 const ALLOW = 1;
@@ -111,21 +112,25 @@ export class Acl implements Handler {
   private ip4 = 0;
   private readonly ip6 = new Uint8Array(16);
 
-  constructor(next: Handler | undefined, rules: readonly AclRule[], log: PluginLogger) {
+  private readonly m: AclMetrics;
+
+  constructor(next: Handler | undefined, rules: readonly AclRule[], log: PluginLogger, metrics: AclMetrics = aclMetrics()) {
     this.next = next;
     this.rules = compile(rules);
     this.log = log;
+    this.m = metrics;
   }
 
   private metrics(server: string): Bound {
     let b = this.bound.get(server);
     if (b === undefined) {
-      const per = (vec: typeof blockedRequests): CounterChild[][] => this.rules.map((r) => r.zones.map((z) => vec.child(server, z, '')));
+      const per = (vec: CounterVec): CounterChild[][] => this.rules.map((r) => r.zones.map((z) => vec.child(server, z, '')));
+      const m = this.m;
       b = {
-        allowed: allowedRequests.child(server, ''),
-        blocked: per(blockedRequests),
-        filtered: per(filteredRequests),
-        dropped: per(droppedRequests),
+        allowed: m.allowedRequests.child(server, ''),
+        blocked: per(m.blockedRequests),
+        filtered: per(m.filteredRequests),
+        dropped: per(m.droppedRequests),
       };
       this.bound.set(server, b);
     }

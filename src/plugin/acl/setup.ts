@@ -1,3 +1,4 @@
+import { aclMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { goQuote, originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { parseCidr } from '../../wire/ip.ts';
@@ -120,6 +121,7 @@ export const plugin: PluginDefinition = {
   name: 'acl',
   setup(c) {
     const o = parse(c);
-    c.addPlugin((next) => new Acl(next, o.rules, c.log));
+    const metrics = aclMetrics(c.instance.metrics);
+    c.addPlugin((next) => new Acl(next, o.rules, c.log, metrics));
   },
 };

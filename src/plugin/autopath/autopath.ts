@@ -15,7 +15,8 @@ import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { trimZone } from '../pkg/zones.ts';
 import type { Message, ResourceRecord } from '../../wire/types.ts';
-import { autoPathCount } from './metrics.ts';
+import { autopathMetrics } from './metrics.ts';
+import type { CounterVec } from '../pkg/vec.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 
 /** The search path of a query; undefined (or empty) means no autopathing. */
@@ -60,9 +61,12 @@ export class AutoPath implements Handler {
   private lastServer = '';
   private lastChild: CounterChild | undefined;
 
-  constructor(zones: readonly string[], search: readonly string[]) {
+  private readonly successes: CounterVec;
+
+  constructor(zones: readonly string[], search: readonly string[], successes: CounterVec = autopathMetrics()) {
     this.zones = zones;
     this.search = search;
+    this.successes = successes;
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
@@ -91,7 +95,7 @@ export class AutoPath implements Handler {
   count(server: string): void {
     if (this.lastChild === undefined || this.lastServer !== server) {
       this.lastServer = server;
-      this.lastChild = autoPathCount.child(server);
+      this.lastChild = this.successes.child(server);
     }
     this.lastChild.inc();
   }

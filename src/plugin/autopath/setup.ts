@@ -1,5 +1,6 @@
 // autopath's Corefile syntax (CoreDNS plugin/autopath/setup.go).
 
+import { autopathMetrics } from './metrics.ts';
 import { readFileSync } from 'node:fs';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { goLower, originsFromArgsOrServerBlock } from '../../corefile/address.ts';
@@ -68,7 +69,7 @@ export const plugin: PluginDefinition = {
   name: 'autopath',
   setup(c) {
     const o = parse(c);
-    const ap = new AutoPath(o.zones, o.search);
+    const ap = new AutoPath(o.zones, o.search, autopathMetrics(c.instance.metrics));
     // As CoreDNS: at startup, once every plugin of the block is in place. A plugin that is not in
     // the block leaves autopath without a search path (it does nothing), as in CoreDNS.
     c.onStartup(() => {

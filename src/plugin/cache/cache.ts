@@ -15,7 +15,7 @@ import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
 import { removeOpt, scanRecords, writeTtl } from '../../wire/scan.ts';
-import { cacheDrops, cacheHits, cacheMisses, cachePrefetches, cacheRequests, cacheSize, evictions, servedStale } from './metrics.ts';
+import { cacheMetrics, type CacheMetrics } from './metrics.ts';
 
 const SHARDS = 256;
 /** dnsutil.MinimalDefaultTTL / MaximumDefaulTTL */
@@ -248,8 +248,11 @@ export class Cache implements Handler {
   /** `[WARNING] plugin/cache: …` lines; set by setup. */
   log: PluginLogger | undefined;
   private readonly bound = new Map<string, Bound>();
+  /** The server's cache metrics (the process's when built without one, as unit tests do). */
+  readonly m: CacheMetrics;
 
-  constructor(o: CacheOptions) {
+  constructor(o: CacheOptions, metrics: CacheMetrics = cacheMetrics()) {
+    this.m = metrics;
     this.o = o;
     this.pcache = new ShardedCache(o.pcap);
     this.ncache = new ShardedCache(o.ncap);
@@ -261,11 +264,11 @@ export class Cache implements Handler {
     if (b === undefined) {
       const z = this.zonesLabel, v = this.view;
       b = {
-        requests: cacheRequests.child(server, z, v),
-        hitsSuccess: cacheHits.child(server, 'success', z, v),
-        hitsDenial: cacheHits.child(server, 'denial', z, v),
-        misses: cacheMisses.child(server, z, v),
-        stale: servedStale.child(server, z, v),
+        requests: this.m.cacheRequests.child(server, z, v),
+        hitsSuccess: this.m.cacheHits.child(server, 'success', z, v),
+        hitsDenial: this.m.cacheHits.child(server, 'denial', z, v),
+        misses: this.m.cacheMisses.child(server, z, v),
+        stale: this.m.servedStale.child(server, z, v),
       };
       this.bound.set(server, b);
     }
@@ -419,7 +422,7 @@ export class Cache implements Handler {
     const now = this.now();
     if (!prefetch && this.o.failureRecheckMs > 0 && item.failedAt > 0 && now - item.failedAt < this.o.failureRecheckMs) return;
     item.refreshing = true;
-    cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
+    this.m.cachePrefetches.child(req.server, this.zonesLabel, this.view).inc(); // stale refreshes too (CoreDNS doPrefetch)
     const cw = new CacheWriter(this, req, key, req.do, req.msg.ad, undefined);
     // A stale refresh goes through the verify writer (CoreDNS doPrefetch), so an upstream failure leaves
     // the stale entry in place; with prefer_positive that writer caches every complete reply.
@@ -530,13 +533,13 @@ export class Cache implements Handler {
     if (stored === undefined) return undefined;
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
     const c = cacheType === 'success' ? this.pcache : this.ncache;
-    if (c.add(key, item)) evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
+    if (c.add(key, item)) this.m.evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
     // A positive reply is the newest state of the key; with prefer_positive only one that answers the question.
     if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === Rcode.NOERROR && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
       this.ncache.remove(key);
     }
-    cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
-    cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
+    this.m.cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
+    this.m.cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
     return item;
   }
 }
@@ -671,7 +674,7 @@ export class CacheWriter implements ResponseWriter {
         this.stored = storedNow = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
-        cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
+        c.m.cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
       }
     }
     const inner = this.inner;

@@ -1,5 +1,6 @@
 // cache's Corefile syntax (CoreDNS plugin/cache/setup.go), messages kept.
 
+import { cacheMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock, normalizeName } from '../../corefile/address.ts';
 import { isDomainName } from '../../wire/name.ts';
@@ -186,7 +187,7 @@ export function parse(c: SetupContext): CacheOptions {
 export const plugin: PluginDefinition = {
   name: 'cache',
   setup(c) {
-    const cache = new Cache(parse(c));
+    const cache = new Cache(parse(c), cacheMetrics(c.instance.metrics));
     cache.log = c.log;
     c.addPlugin((next) => { cache.next = next; return cache; });
     // CoreDNS reads the block's view name at startup (the view plugin is set up after cache).

@@ -12,7 +12,8 @@ import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure, replaceReply } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
-import { requestsTranslated } from './metrics.ts';
+import { dns64Metrics } from './metrics.ts';
+import type { CounterVec } from '../pkg/vec.ts';
 
 /** What the handler needs of the options (see setup.ts Dns64Options). */
 export interface Dns64Config {
@@ -46,7 +47,10 @@ export class Dns64 implements Handler {
   private readonly allowIPv4: boolean;
   private readonly bound = new Map<string, CounterChild>();
 
-  constructor(next: Handler | undefined, o: Dns64Config) {
+  private readonly translated: CounterVec;
+
+  constructor(next: Handler | undefined, o: Dns64Config, translated: CounterVec = dns64Metrics()) {
+    this.translated = translated;
     this.next = next;
     this.prefix = o.prefix;
     this.translateAll = o.translateAll;
@@ -85,7 +89,7 @@ export class Dns64 implements Handler {
     const out = this.synthesize(req.msg, orig, resp);
     let c = this.bound.get(req.server);
     if (c === undefined) {
-      c = requestsTranslated.child(req.server);
+      c = this.translated.child(req.server);
       this.bound.set(req.server, c);
     }
     c.inc();

@@ -1,3 +1,4 @@
+import { dns64Metrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { goQuote } from '../../corefile/address.ts';
@@ -65,6 +66,7 @@ export const plugin: PluginDefinition = {
   name: 'dns64',
   setup(c) {
     const o = parse(c);
-    c.addPlugin((next) => new Dns64(next, o));
+    const translated = dns64Metrics(c.instance.metrics);
+    c.addPlugin((next) => new Dns64(next, o, translated));
   },
 };

@@ -16,7 +16,7 @@ import { zonesMatches } from '../pkg/zones.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import type { SigCache, Sigs } from './cache.ts';
 import type { SigningKey } from './keys.ts';
-import { cacheHits, cacheMisses, cacheSize } from './metrics.ts';
+import { dnssecMetrics, type DnssecMetrics } from './metrics.ts';
 import { signRRset } from './sign.ts';
 
 const HOUR = 3600;
@@ -94,7 +94,10 @@ export class Dnssec implements Handler {
   /** Clock in Unix seconds; replaceable by tests. */
   now: () => number = () => Math.floor(Date.now() / 1000);
 
-  constructor(zones: readonly string[], keys: readonly SigningKey[], splitkeys: boolean, cache: SigCache) {
+  private readonly dm: DnssecMetrics;
+
+  constructor(zones: readonly string[], keys: readonly SigningKey[], splitkeys: boolean, cache: SigCache, metrics: DnssecMetrics = dnssecMetrics()) {
+    this.dm = metrics;
     this.zones = zones;
     this.keys = keys;
     this.splitkeys = splitkeys;
@@ -123,7 +126,8 @@ export class Dnssec implements Handler {
   serverMetrics(server: string): ServerMetrics {
     let m = this.metrics.get(server);
     if (m === undefined) {
-      m = { hits: cacheHits.child(server), misses: cacheMisses.child(server), entries: cacheSize.labels(server, 'signature') };
+      const dm = this.dm;
+      m = { hits: dm.cacheHits.child(server), misses: dm.cacheMisses.child(server), entries: dm.cacheSize.labels(server, 'signature') };
       this.metrics.set(server, m);
     }
     return m;

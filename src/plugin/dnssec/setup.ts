@@ -1,5 +1,6 @@
 // dnssec's Corefile syntax (CoreDNS plugin/dnssec/setup.go), messages kept.
 
+import { dnssecMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { nameMatches } from '../pkg/zones.ts';
@@ -127,7 +128,7 @@ export const plugin: PluginDefinition = {
       timer = undefined;
     });
     c.addPlugin((next) => {
-      const h = new Dnssec(o.zones, o.keys, o.splitkeys, cache);
+      const h = new Dnssec(o.zones, o.keys, o.splitkeys, cache, dnssecMetrics(c.instance.metrics));
       h.next = next;
       return h;
     });

@@ -386,7 +386,7 @@ test('all upstreams down: one is tried anyway (SERVFAIL with its error); failfas
   for (const f of [slow, fast]) {
     const o = await f.ask('first.example.');
     assert.equal(o.rcode, 2);
-    assert.match(o.err!.message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: connection refused$/);
+    assert.match(o.err!.message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: read: connection refused$/);
     await until('all down', () => f.fwd.upstreams().every((u) => !u.healthy));
   }
   const broken = await metricValue('coredns_forward_healthcheck_broken_total');
@@ -404,14 +404,14 @@ test('timeouts: each attempt waits read_timeout; the default cap is 2 attempts p
   const f = await forward(`. {\n forward . ${up.addr} {\n  read_timeout 80ms\n }\n}`);
   const one = await forward(`. {\n forward . ${up.addr} {\n  read_timeout 80ms\n  max_connect_attempts 1\n }\n}`);
   cleanup(t, f, one, up);
-  const before = await metricValue('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' });
+  const before = await metricValue('nodens_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' });
   const o = await f.ask('timeout.example.');
   assert.equal(o.rcode, 2);
   assert.equal(o.err!.name, 'PluginError');
   assert.match(o.err!.message, new RegExp(`^read udp 127\\.0\\.0\\.1:\\d+->${up.addr.replace(/\./g, '\\.')}: i/o timeout$`));
   assert.equal(up.queries().length, 2);
   assert.ok(o.ms >= 150 && o.ms < 1000, `took ${o.ms} ms`);
-  assert.equal(await metricValue('coredns_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' }), before + 2);
+  assert.equal(await metricValue('nodens_proxy_timeouts_total', { proxy_name: 'forward', to: up.addr, proto: 'udp' }), before + 2);
 
   const p = await one.ask('once.example.');
   assert.equal(p.rcode, 2);

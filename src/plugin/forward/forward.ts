@@ -22,7 +22,7 @@ import { hasCompressionPointer, questionEnd, questionMatches } from '../../wire/
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';
-import { coalescedCount, healthcheckBrokenCount, maxConcurrentRejectCount } from './metrics.ts';
+import { forwardMetrics, type ForwardMetrics } from './metrics.ts';
 import { readResolvConf, stripZone } from '../pkg/resolvconf.ts';
 import { Opcode, Rcode } from '../../wire/constants.ts';
 
@@ -113,7 +113,10 @@ export class Forward implements UpstreamControl {
   /** The block's dnstap plugins (set at start-up): each attempt is tapped as FORWARDER_QUERY/RESPONSE. */
   tappers: Tapper[] = [];
 
-  constructor(opts: ForwardOptions, to: ToEntry[], log?: PluginLogger) {
+  private readonly metrics: ForwardMetrics;
+
+  constructor(opts: ForwardOptions, to: ToEntry[], log?: PluginLogger, metrics: ForwardMetrics = forwardMetrics()) {
+    this.metrics = metrics;
     this.opts = opts;
     this.to = to;
     this.log = log;
@@ -249,7 +252,7 @@ export class Forward implements UpstreamControl {
     if (!this.match(req.name)) return nextOrFailure(this.name, this.next, req, w);
     const max = this.opts.maxConcurrent;
     if (max > 0 && this.concurrent >= max) {
-      maxConcurrentRejectCount.inc();
+      this.metrics.maxConcurrentRejectCount.inc();
       throw new PluginError(Rcode.REFUSED, this.limitMessage);
     }
     this.concurrent++;
@@ -281,7 +284,7 @@ export class Forward implements UpstreamControl {
           + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
         const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize, req.deadline));
         shared = f.shared;
-        if (shared) coalescedCount.inc();
+        if (shared) this.metrics.coalescedCount.inc();
         outcome = await f.promise;
       } else {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline);
@@ -362,7 +365,7 @@ export class Forward implements UpstreamControl {
       if (proxy.down(o.maxFails)) {
         fails++;
         if (fails < n) continue;
-        healthcheckBrokenCount.inc();
+        this.metrics.healthcheckBrokenCount.inc();
         if (o.failfast) break;
         proxy = this.random.list(all)[0]!;
       }

@@ -1,5 +1,8 @@
 // forward's Corefile syntax (CoreDNS plugin/forward/setup.go), messages kept.
 
+import { forwardMetrics } from './metrics.ts';
+import { proxyMetrics } from '../pkg/proxy/metrics.ts';
+import type { MetricsRegistry } from '../pkg/metrics.ts';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import dns from 'node:dns';
@@ -433,7 +436,7 @@ function tlsFromArgs(args: string[] | undefined, serverName: string | undefined)
   return t;
 }
 
-export async function buildForward(st: Stanza, log: PluginLogger): Promise<Forward> {
+export async function buildForward(st: Stanza, log: PluginLogger, metrics?: MetricsRegistry): Promise<Forward> {
   if (st.to.length > MAX_TO) throw new Error(`more than ${MAX_TO} TOs configured: ${st.to.length}`);
   const entries = await toEntries(st);
   const specs: UpstreamSpec[] = entries.flatMap((e) => (e.type === 'addr' ? [e.spec] : e.specs));
@@ -449,7 +452,9 @@ export async function buildForward(st: Stanza, log: PluginLogger): Promise<Forwa
     }
   }
   // Plain-DNS upstreams never use TLS even when `tls` is given (CoreDNS sets the TLS config per TLS upstream only).
-  return new Forward(o, entries, log);
+  // The server's registry: its upstream metrics and forward's own.
+  if (metrics !== undefined) o.proxy.metrics = proxyMetrics(metrics);
+  return new Forward(o, entries, log, forwardMetrics(metrics));
 }
 
 /**
@@ -468,7 +473,7 @@ export const plugin: PluginDefinition = {
   async setup(c) {
     const { stanzas } = parse(c);
     const fs: Forward[] = [];
-    for (const st of stanzas) fs.push(await buildForward(st, c.log));
+    for (const st of stanzas) fs.push(await buildForward(st, c.log, c.instance.metrics));
     for (let i = 0; i < fs.length; i++) {
       const f = fs[i]!;
       if (i === fs.length - 1) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Health, healthFailures } from './health.ts';
+import { Health, healthMetrics } from './health.ts';
 import { boundPort, splitHostPort, type HttpSite } from '../pkg/httpserver.ts';
 import type { PluginLogger } from '../plugin.ts';
 import { DEFAULT_ADDR, parse, plugin } from './setup.ts';
@@ -48,7 +48,7 @@ test('a failing self-check logs CoreDNS\'s warning and counts', async () => {
     fatal(m) { throw new Error(m); },
     debugEnabled: false,
   };
-  const before = (await healthFailures.get()).values[0]?.value ?? 0;
+  const before = (await healthMetrics().healthFailures.get()).values[0]?.value ?? 0;
   // Port 1 on loopback: nothing listens there.
   const h = new Health('127.0.0.1:1', { port: () => undefined } as unknown as HttpSite, log);
   h.startSelfCheck();
@@ -56,7 +56,7 @@ test('a failing self-check logs CoreDNS\'s warning and counts', async () => {
   h.stopSelfCheck();
   assert.equal(lines[0], '[WARNING] plugin/health: Local health request to "http://127.0.0.1:1/health" failed: ' +
     'Get "http://127.0.0.1:1/health": dial tcp 127.0.0.1:1: connect: connection refused');
-  assert.equal((await healthFailures.get()).values[0]?.value, before + 1);
+  assert.equal((await healthMetrics().healthFailures.get()).values[0]?.value, before + 1);
 });
 
 test('the self-check URL: localhost when the address has no host', () => {

@@ -4,17 +4,10 @@
 
 import http from 'node:http';
 import type { PluginLogger } from '../plugin.ts';
-import { counter, histogram } from '../pkg/metrics.ts';
+import { healthMetrics, type HealthMetrics } from './metrics.ts';
 import { formatDuration } from '../pkg/duration.ts';
 import { splitHostPort, joinHostPort, type HttpSite } from '../pkg/httpserver.ts';
 
-/** CoreDNS's SlimTimeBuckets: 0.25 ms ×10 up to 2.5 s. */
-const SLIM_TIME_BUCKETS = [0.00025, 0.0025, 0.025, 0.25, 2.5];
-
-export const healthDuration = histogram('coredns_health_request_duration_seconds',
-  'Histogram of the time (in seconds) each request took.', [], SLIM_TIME_BUCKETS);
-export const healthFailures = counter('coredns_health_request_failures_total',
-  'The number of times the health check failed.');
 
 const INTERVAL_MS = 1000;
 const TIMEOUT_MS = 3000;
@@ -27,7 +20,10 @@ export class Health {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   private inFlight = false;
 
-  constructor(addr: string, site: HttpSite, log: PluginLogger) {
+  private readonly metrics: HealthMetrics;
+
+  constructor(addr: string, site: HttpSite, log: PluginLogger, metrics: HealthMetrics = healthMetrics()) {
+    this.metrics = metrics;
     this.addr = addr;
     this.site = site;
     this.log = log;
@@ -61,8 +57,8 @@ export class Health {
     this.inFlight = true;
     const fail = (msg: string): void => {
       this.inFlight = false;
-      healthDuration.observe(Number(process.hrtime.bigint() - start) / 1e9);
-      healthFailures.inc();
+      this.metrics.healthDuration.observe(Number(process.hrtime.bigint() - start) / 1e9);
+      this.metrics.healthFailures.inc();
       this.log.warning(`Local health request to ${JSON.stringify(url)} failed: ${msg}`);
     };
     const req = http.get(url, { agent: this.agent, timeout: TIMEOUT_MS }, (res) => {
@@ -70,7 +66,7 @@ export class Health {
       res.on('end', () => {
         this.inFlight = false;
         const elapsed = process.hrtime.bigint() - start;
-        healthDuration.observe(Number(elapsed) / 1e9);
+        this.metrics.healthDuration.observe(Number(elapsed) / 1e9);
         if (elapsed > 1000000000n) {
           this.log.warning(`Local health request to ${JSON.stringify(url)} took more than 1s: ${formatDuration(elapsed)}`);
         }
@@ -95,3 +91,5 @@ function goNetError(e: NodeJS.ErrnoException): string {
   if (e.code === 'ECONNRESET') return 'read: connection reset by peer';
   return e.message;
 }
+
+export { healthMetrics, type HealthMetrics };

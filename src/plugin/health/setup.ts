@@ -7,7 +7,7 @@
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { formatDuration, parseDuration, toMillis } from '../pkg/duration.ts';
 import { httpSite, addressArgument } from '../pkg/httpserver.ts';
-import { Health } from './health.ts';
+import { Health, healthMetrics } from './health.ts';
 
 export const DEFAULT_ADDR = ':8080';
 
@@ -53,7 +53,7 @@ export const plugin: PluginDefinition = {
     const { addr, lameduck } = parse(c);
 
     const site = httpSite(c);
-    const h = new Health(addr, site, c.log);
+    const h = new Health(addr, site, c.log, healthMetrics(c.instance.metrics));
     site.mount(addr, '/health', (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8' });
       res.end('OK');

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { parse, plugin, type HostsOptions } from './setup.ts';
 import { Fall } from '../pkg/fall.ts';
 import { parseHosts, parseHostIP } from './hostsfile.ts';
-import { hostsEntries } from './metrics.ts';
+import { hostsMetrics } from './metrics.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup } from '../pkg/testing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodens-hosts-'));
@@ -221,5 +221,5 @@ test('hosts file, ttl, no_reverse, inline merged after the file, reload by mtime
 });
 
 async function entriesOf(file: string): Promise<number | undefined> {
-  return (await hostsEntries.get()).values.find((v) => v.labels.hostsfile === file)?.value;
+  return (await hostsMetrics().hostsEntries.get()).values.find((v) => v.labels.hostsfile === file)?.value;
 }

@@ -11,7 +11,7 @@ import { nextOrFailure } from '../pkg/next.ts';
 import type { Fall } from '../pkg/fall.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { HostsMap, lookupIn, parseHosts, parseHostIP } from './hostsfile.ts';
-import { hostsEntries, hostsReloadTimestamp } from './metrics.ts';
+import { hostsMetrics, type HostsMetrics } from './metrics.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 
 export interface HostsOptions {
@@ -37,7 +37,10 @@ export class Hostsfile {
   private size = -1n;
   private readonly log: PluginLogger | undefined;
 
-  constructor(path: string, origins: string[], autoReverse: boolean, inline: string[], log?: PluginLogger) {
+  private readonly metrics: HostsMetrics;
+
+  constructor(path: string, origins: string[], autoReverse: boolean, inline: string[], log?: PluginLogger, metrics: HostsMetrics = hostsMetrics()) {
+    this.metrics = metrics;
     this.path = path;
     this.origins = origins;
     this.autoReverse = autoReverse;
@@ -66,8 +69,8 @@ export class Hostsfile {
     this.hmap = m;
     this.mtimeNs = st.mtimeNs;
     this.size = st.size;
-    hostsEntries.set({ hostsfile: this.path }, this.inline.length + m.length);
-    hostsReloadTimestamp.set(Number(st.mtimeNs) / 1e9);
+    this.metrics.hostsEntries.set({ hostsfile: this.path }, this.inline.length + m.length);
+    this.metrics.hostsReloadTimestamp.set(Number(st.mtimeNs) / 1e9);
   }
 
   lookupV4(host: string): string[] {

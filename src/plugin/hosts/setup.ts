@@ -1,3 +1,4 @@
+import { hostsMetrics } from './metrics.ts';
 import { statSync } from 'node:fs';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
@@ -126,7 +127,7 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const { path, origins, ttl, autoReverse, reload, fall, fallthroughUnsupported, inline } = parse(c);
 
-    const file = new Hostsfile(path, origins, autoReverse, inline, c.log);
+    const file = new Hostsfile(path, origins, autoReverse, inline, c.log, hostsMetrics(c.instance.metrics));
     const reloadMs = toMillis(reload);
     let timer: NodeJS.Timeout | undefined;
     c.onStartup(() => {

@@ -259,14 +259,14 @@ test('real DoH clients: kdig +https, dig +https, curl --doh-url', async () => {
 test('coredns_dns_https_responses_total counts DoH replies by status (with prometheus in the server)', async () => {
   await withServer(`https://.:0 {\n bind 127.0.0.1\n prometheus 127.0.0.1:0\n whoami\n}\n`, async (s) => {
     const server = `https://127.0.0.1:0`;
-    const before = { ok: await metricValue('coredns_dns_https_responses_total', { server, status: '200' }), nf: await metricValue('coredns_dns_https_responses_total', { server, status: '404' }) };
+    const before = { ok: await metricValue('coredns_dns_https_responses_total', { server, status: '200' }, s.metrics), nf: await metricValue('coredns_dns_https_responses_total', { server, status: '404' }, s.metrics) };
     const q = newQuery('example.org.', RRType.A);
     assert.equal((await h1(`http://127.0.0.1:${s.port}/dns-query?dns=${b64(q)}`)).status, 200);
     assert.equal((await h1(`http://127.0.0.1:${s.port}/elsewhere`)).status, 404);
-    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '200' }), before.ok + 1);
-    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '404' }), before.nf + 1);
+    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '200' }, s.metrics), before.ok + 1);
+    assert.equal(await metricValue('coredns_dns_https_responses_total', { server, status: '404' }, s.metrics), before.nf + 1);
     // The DNS metrics see the DoH query as tcp.
-    assert.ok(await metricValue('coredns_dns_requests_total', { server, proto: 'tcp' }) >= 1);
+    assert.ok(await metricValue('coredns_dns_requests_total', { server, proto: 'tcp' }, s.metrics) >= 1);
   });
 });
 

@@ -14,7 +14,7 @@ import { existsSync } from 'node:fs';
 // Type-only at load time: @kubernetes/client-node costs ~0.9 s and ~60 MB to import, so it is
 // loaded only when a Corefile actually uses the kubernetes plugin.
 import type { KubeConfig } from '@kubernetes/client-node';
-import { restClientRequests, restClientLatency, restClientRateLimiter } from './metrics.ts';
+import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
 
 export interface ConnectionSpec {
   /** `kubeconfig PATH [CONTEXT]` */
@@ -134,7 +134,10 @@ export class ApiClient {
   private waiting: (() => void)[] = [];
   readonly userAgent: string;
 
-  constructor(kc: KubeConfig, limits: ClientLimits, userAgent: string) {
+  private readonly metrics: KubernetesMetrics;
+
+  constructor(kc: KubeConfig, limits: ClientLimits, userAgent: string, metrics: KubernetesMetrics = kubernetesMetrics()) {
+    this.metrics = metrics;
     this.kc = kc;
     const c = kc.getCurrentCluster();
     if (c === null) throw new Error('invalid configuration: no configuration has been provided');
@@ -158,7 +161,7 @@ export class ApiClient {
       const t0 = performance.now();
       const wait = this.bucket.reserve();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      restClientRateLimiter.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
+      this.metrics.restClientRateLimiter.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
     }
     if (this.maxInflight > 0) {
       while (this.inflight >= this.maxInflight) await new Promise<void>((r) => { this.waiting.push(r); });
@@ -204,8 +207,8 @@ export class ApiClient {
     return await new Promise<StreamResponse>((resolve, reject) => {
       const req = mod.request(opts, (res) => {
         const status = res.statusCode ?? 0;
-        restClientRequests.inc({ code: String(status), method: 'GET', host: this.host });
-        restClientLatency.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
+        this.metrics.restClientRequests.inc({ code: String(status), method: 'GET', host: this.host });
+        this.metrics.restClientLatency.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
         if (status < 200 || status > 299) {
           let body = '';
           res.setEncoding('utf8');
@@ -230,7 +233,7 @@ export class ApiClient {
       });
       req.on('error', (e) => {
         done();
-        restClientRequests.inc({ code: '<error>', method: 'GET', host: this.host });
+        this.metrics.restClientRequests.inc({ code: '<error>', method: 'GET', host: this.host });
         reject(e);
       });
       req.end();

@@ -7,7 +7,7 @@
 import type { PluginLogger } from '../plugin.ts';
 import type { ApiClient } from './client.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
-import { dnsProgrammingLatency } from './metrics.ts';
+import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
 
 export interface Port { name: string; protocol: string; port: number }
 
@@ -204,6 +204,8 @@ export interface ControllerOptions {
 }
 
 export class Controller {
+  /** Where dns programming latency is observed (set by setup to the server's registry). */
+  metrics: KubernetesMetrics = kubernetesMetrics();
   readonly services = new Map<string, Service>();
   readonly svcByIP = new MultiIndex<Service>();
   /** external IP (or load-balancer hostname) → services */
@@ -415,7 +417,7 @@ export class Controller {
     if (svc === undefined) return;
     const at = Date.parse(t);
     if (Number.isNaN(at)) return;
-    dnsProgrammingLatency.observe({ service_kind: svc.headless ? 'headless_with_selector' : 'cluster_ip' }, Math.max(0, (Date.now() - at) / 1000));
+    this.metrics.dnsProgrammingLatency.observe({ service_kind: svc.headless ? 'headless_with_selector' : 'cluster_ip' }, Math.max(0, (Date.now() - at) / 1000));
   }
 
   removeSlice(key: string): void {

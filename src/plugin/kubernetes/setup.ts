@@ -1,3 +1,4 @@
+import { kubernetesMetrics } from './metrics.ts';
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
 import type { PluginDefinition, Request, SetupContext } from '../plugin.ts';
@@ -261,8 +262,9 @@ export const plugin: PluginDefinition = {
     for (const z of multiclusterZones) if (!allZones.includes(z)) allZones.push(z);
 
     const kc = await loadKubeConfig(conn);
-    const client = new ApiClient(kc, { qps: qps > 0 ? qps : 5, burst: burst > 0 ? burst : 10, maxInflight }, `nodens (kubernetes plugin) ${process.platform}/${process.arch}`);
+    const client = new ApiClient(kc, { qps: qps > 0 ? qps : 5, burst: burst > 0 ? burst : 10, maxInflight }, `nodens (kubernetes plugin) ${process.platform}/${process.arch}`, kubernetesMetrics(c.instance.metrics));
     const controller = new Controller();
+    controller.metrics = kubernetesMetrics(c.instance.metrics);
     controller.connect(client, {
       labelSelector, namespaceLabelSelector, endpoints, pods: podMode === 'verified',
       multicluster: multiclusterZones.length > 0, resyncMs: resyncMs(), log: c.log,

@@ -10,7 +10,8 @@ import { RRClass, RRType, Rcode, typeToString } from '../../wire/constants.ts';
 import { goQuote } from '../../corefile/address.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { localhostCount } from './metrics.ts';
+import { localMetrics } from './metrics.ts';
+import type { Counter } from 'prom-client';
 
 /** The zones local answers for. */
 export const LOCAL_ZONES: readonly string[] = ['localhost.', '0.in-addr.arpa.', '127.in-addr.arpa.', '255.in-addr.arpa.'];
@@ -38,7 +39,10 @@ export class Local implements Handler {
   private readonly log: PluginLogger;
   private readonly next: Handler | undefined;
 
-  constructor(localhostPrefix: boolean, log: PluginLogger, next: Handler | undefined) {
+  private readonly localhostCount: Counter;
+
+  constructor(localhostPrefix: boolean, log: PluginLogger, next: Handler | undefined, localhostCount: Counter = localMetrics()) {
+    this.localhostCount = localhostCount;
     this.localhostPrefix = localhostPrefix;
     this.log = log;
     this.next = next;
@@ -51,7 +55,7 @@ export class Local implements Handler {
       if (this.log.debugEnabled) {
         this.log.debug(`Intercepting localhost query for ${goQuote(name)} ${typeToString(req.qtype)}, from ${req.remoteAddress}`);
       }
-      localhostCount.inc();
+      this.localhostCount.inc();
       const m = replyTo(req.msg);
       const t = req.qtype;
       if (t === RRType.A || t === RRType.AAAA) m.answer = loopback(qname, t);

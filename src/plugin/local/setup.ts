@@ -1,5 +1,6 @@
 // local's Corefile syntax (CoreDNS plugin/local/setup.go).
 
+import { localMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { Local } from './local.ts';
 
@@ -36,6 +37,7 @@ export const plugin: PluginDefinition = {
   name: 'local',
   setup(c) {
     const o = parse(c);
-    c.addPlugin((next) => new Local(o.localhostPrefix, c.log, next));
+    const count = localMetrics(c.instance.metrics);
+    c.addPlugin((next) => new Local(o.localhostPrefix, c.log, next, count));
   },
 };

@@ -5,6 +5,7 @@ import { PluginError, isClientErrorRcode } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
 import { replyTo } from '../../wire/message.ts';
 import { isSubdomain } from '../../wire/name.ts';
+import { classToString, rcodeToString, typeToString } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { Recorder } from '../pkg/recorder.ts';
 import { messageLength } from '../../wire/msglen.ts';
@@ -122,7 +123,10 @@ export class Logger implements Handler {
       }
       if (!ok) ok = rule.classes.has(cls);
     }
-    if (ok) this.out.info(rule.format.format(req, rec));
+    if (!ok) return;
+    const line = rule.format.format(req, rec);
+    if (this.out.json === true && this.out.infoAttrs !== undefined) this.out.infoAttrs(line, jsonFields(req, rec));
+    else this.out.info(line);
   }
 
   /** `log/type` and `log/class` exist only where the metadata plugin runs, as in CoreDNS. */
@@ -133,4 +137,30 @@ export class Logger implements Handler {
     }
     return this.metadataOn;
   }
+}
+
+/** The typed fields of CoreDNS's log plugin's JSON record (plugin/log/json.go), in its order. */
+function jsonFields(req: Request, rec: Recorder): Record<string, string | number | boolean | null> {
+  let rcode: string | null = null;
+  if (rec.msg !== undefined) {
+    const s = rcodeToString(rec.rcode);
+    rcode = s.startsWith('RCODE') ? String(rec.rcode) : s;
+  }
+  return {
+    plugin: 'log',
+    client_ip: req.remoteAddress,
+    client_port: req.remotePort,
+    qname: req.name,
+    qtype: typeToString(req.qtype),
+    qclass: classToString(req.qclass),
+    protocol: req.proto,
+    id: req.msg.id,
+    opcode: req.msg.opcode,
+    request_size: req.length,
+    dnssec_ok: req.do,
+    bufsize: req.size,
+    rcode,
+    response_size: rec.len,
+    duration_seconds: Number(process.hrtime.bigint() - req.start) / 1e9,
+  };
 }

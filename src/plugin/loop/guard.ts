@@ -26,7 +26,7 @@ import { EdnsOption as OptionCode, Rcode, RRClass, RRType, typeToString } from '
 import { asciiLower, isSubdomain } from '../../wire/name.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
-import { counter, gauge } from '../pkg/metrics.ts';
+import { loopMetrics, type LoopMetrics } from './metrics.ts';
 import {
   BlockIdentity, HOP_TRACE_OPTION, LOOP_EDE_CODE, MAX_LISTED_HOPS, PROBE_MARKER,
   canonicalIp, classifyAddress, decodeTrace, edeOption, encodeTrace, formatPath, isLocalAddress,
@@ -57,12 +57,8 @@ export const DEFAULT_GUARD_OPTIONS: GuardOptions = {
   action: 'contain', maxHops: 8, probeIntervalMs: 60_000, recheckMs: 10_000, trace: true, readiness: true, probeTimeoutMs: 2000,
 };
 
-const detections = counter('nodens_loop_detections_total', 'Forwarding loops detected by the loop plugin.', ['zone', 'upstream'] as const);
-const quarantinedGauge = gauge('nodens_loop_quarantined_upstreams', 'Upstreams currently out of rotation because they loop.');
-/** Process-wide set of quarantines, for the gauge. */
-const allQuarantines = new Set<Quarantine>();
 
-interface Quarantine {
+export interface Quarantine {
   fwd: UpstreamControl;
   addr: string;
   zone: string;
@@ -117,7 +113,10 @@ export class LoopGuard implements Handler, Readiness {
   private readonly pendingProbes: PendingProbes;
 
   /** `secret` and `probes` are the server's (its lineage store): shared by its blocks, never by another server. */
-  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger, secret: Uint8Array, probes: PendingProbes) {
+  private readonly m: LoopMetrics;
+
+  constructor(config: BlockConfig, opts: GuardOptions, log: PluginLogger, secret: Uint8Array, probes: PendingProbes, metrics: LoopMetrics = loopMetrics()) {
+    this.m = metrics;
     this.pendingProbes = probes;
     this.config = config;
     this.opts = opts;
@@ -153,10 +152,10 @@ export class LoopGuard implements Handler, Readiness {
     this.timers = [];
     for (const q of this.quarantines.values()) {
       if (q.timer !== undefined) clearInterval(q.timer);
-      allQuarantines.delete(q);
+      this.m.allQuarantines.delete(q);
     }
     this.quarantines.clear();
-    quarantinedGauge.set(allQuarantines.size);
+    this.m.quarantinedGauge.set(this.m.allQuarantines.size);
     for (const [n, p] of this.pendingProbes) if (p.guard === this) this.pendingProbes.delete(n);
   }
 
@@ -279,7 +278,7 @@ export class LoopGuard implements Handler, Readiness {
   private tooManyHops(req: Request, w: ResponseWriter, trace: HopTrace): number {
     const path = formatPath([...trace.path, this.hereHop(req)]);
     const zone = req.zone;
-    detections.inc({ zone, upstream: '' });
+    this.m.detections.inc({ zone, upstream: '' });
     this.log.error(`Forwarding loop suspected for zone ${JSON.stringify(zone)}: query "${qdesc(req)}" has passed ${trace.hops} nodens hops (limit ${this.opts.maxHops}): ${path}; answered SERVFAIL; ${remedyFor(undefined)}`);
     return this.failWith(req, w, `nodens: too many forwarding hops (${trace.hops}): ${path}`);
   }
@@ -310,7 +309,7 @@ export class LoopGuard implements Handler, Readiness {
     const qkey = `${d.upstream}`;
     const already = this.quarantines.get(qkey);
     if (already !== undefined && this.opts.action === 'contain') return; // one line per detection, not per query
-    detections.inc({ zone: d.zone, upstream: d.upstream });
+    this.m.detections.inc({ zone: d.zone, upstream: d.upstream });
     const where = d.fwd === undefined ? '' : ` (${originText(d.origin)})`;
     const path = d.path === '' ? '' : `; path ${d.path}`;
     const then = this.opts.action === 'exit' ? 'stopping (loop { action exit })' : 'upstream quarantined, looping queries answered SERVFAIL with an Extended DNS Error';
@@ -333,15 +332,15 @@ export class LoopGuard implements Handler, Readiness {
     }, this.opts.recheckMs);
     q.timer.unref();
     this.quarantines.set(addr, q);
-    allQuarantines.add(q);
-    quarantinedGauge.set(allQuarantines.size);
+    this.m.allQuarantines.add(q);
+    this.m.quarantinedGauge.set(this.m.allQuarantines.size);
   }
 
   private lift(q: Quarantine, why: string): void {
     if (q.timer !== undefined) clearInterval(q.timer);
     this.quarantines.delete(q.addr);
-    allQuarantines.delete(q);
-    quarantinedGauge.set(allQuarantines.size);
+    this.m.allQuarantines.delete(q);
+    this.m.quarantinedGauge.set(this.m.allQuarantines.size);
     q.fwd.quarantine(q.addr, false);
     this.log.info(`Loop through upstream ${q.addr} for zone ${JSON.stringify(q.zone)} is gone (${why}) after ${((Date.now() - q.since) / 1000).toFixed(1)}s; upstream back in rotation`);
   }
@@ -586,3 +585,5 @@ class GuardWriter implements ResponseWriter {
   }
 }
 
+
+export { loopMetrics };

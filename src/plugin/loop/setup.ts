@@ -4,7 +4,7 @@
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { parseDuration, toMillis } from '../pkg/duration.ts';
 import { Loop, joinHostPort } from './loop.ts';
-import { DEFAULT_GUARD_OPTIONS, LoopGuard, type GuardOptions, type PendingProbes } from './guard.ts';
+import { DEFAULT_GUARD_OPTIONS, LoopGuard, loopMetrics, type GuardOptions, type PendingProbes } from './guard.ts';
 import { serverSecret } from '../pkg/loopguard.ts';
 
 const ERR_ONCE = 'plugin/loop: this plugin can only be used once per Server Block';
@@ -98,7 +98,7 @@ export const plugin: PluginDefinition = {
     }
     const lineage = c.instance.lineage;
     const g = new LoopGuard(cfg, guard, c.log, lineage.store('loop/secret', serverSecret),
-      lineage.store('loop/probes', (): PendingProbes => new Map()));
+      lineage.store('loop/probes', (): PendingProbes => new Map()), loopMetrics(c.instance.metrics));
     c.addPlugin((next) => { g.next = next; return g; });
     c.onInstanceStartup(() => { g.start(c.instance.blockConfigs()); });
     c.onShutdown(() => { g.stop(); });

@@ -1,37 +1,93 @@
-// One process-wide Prometheus registry for every plugin, with CoreDNS's metric
-// names. Definitions are idempotent: a reload sets plugins up again and gets
-// the same metric objects back, so counters keep counting across reloads.
+// Prometheus registries with CoreDNS's metric names. Each server owns one
+// (an embedder may supply it; the nodens command uses the process's `registry`,
+// which -workers aggregates), so two servers in one process count apart.
+// A plugin's metrics are a metricSet: defined once per registry, so a reload
+// sets plugins up again and gets the same metric objects back, and counters
+// keep counting across reloads.
 
 import cluster from 'node:cluster';
 import client from 'prom-client';
+import { processMetricsRegistry, type MetricsRegistry } from '../plugin.ts';
 
-export const registry = new client.Registry();
+export type { MetricsRegistry };
+
+/** The process's registry: the nodens command's server, and code that runs outside any server. */
+export const registry: MetricsRegistry = processMetricsRegistry;
+
+/** A fresh registry (what each embedded server gets unless its embedder supplies one). */
+export function newRegistry(): MetricsRegistry { return new client.Registry(); }
 
 /** CoreDNS's duration buckets: 0.25 ms doubling up to 8.192 s (prometheus.ExponentialBuckets(0.00025, 2, 16)). */
 export const TIME_BUCKETS: number[] = Array.from({ length: 16 }, (_, i) => 0.00025 * 2 ** i);
 /** CoreDNS's request/response size buckets. */
 export const SIZE_BUCKETS: number[] = [0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16e3, 32e3, 48e3, 64e3];
 
-const defined = new Map<string, client.Metric<string>>();
+const defined = new WeakMap<MetricsRegistry, Map<string, unknown>>();
 
-function once<M extends client.Metric<string>>(name: string, make: () => M): M {
-  const m = defined.get(name);
+/** The metric `name` of `reg`, made once (plugins of several blocks share a family, as in CoreDNS). */
+export function once<M>(reg: MetricsRegistry, name: string, make: () => M): M {
+  let byName = defined.get(reg);
+  if (byName === undefined) {
+    byName = new Map();
+    defined.set(reg, byName);
+  }
+  const m = byName.get(name);
   if (m !== undefined) return m as M;
   const made = make();
-  defined.set(name, made);
+  byName.set(name, made);
   return made;
 }
 
-export function counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []): client.Counter<L> {
-  return once(name, () => new client.Counter<L>({ name, help, labelNames, registers: [registry] }));
+export function counter<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[] = []): client.Counter<L> {
+  return once(reg, name, () => new client.Counter<L>({ name, help, labelNames, registers: [reg] }));
 }
 
-export function gauge<L extends string>(name: string, help: string, labelNames: readonly L[] = []): client.Gauge<L> {
-  return once(name, () => new client.Gauge<L>({ name, help, labelNames, registers: [registry] }));
+export function gauge<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[] = []): client.Gauge<L> {
+  return once(reg, name, () => new client.Gauge<L>({ name, help, labelNames, registers: [reg] }));
 }
 
-export function histogram<L extends string>(name: string, help: string, labelNames: readonly L[], buckets: number[]): client.Histogram<L> {
-  return once(name, () => new client.Histogram<L>({ name, help, labelNames, buckets, registers: [registry] }));
+export function histogram<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[], buckets: number[]): client.Histogram<L> {
+  return once(reg, name, () => new client.Histogram<L>({ name, help, labelNames, buckets, registers: [reg] }));
+}
+
+/**
+ * A plugin's metrics, defined once per registry: `const m = cacheMetrics(c.instance.metrics)` at
+ * setup, then `m.hits...` on the query path (no lookup per query). Without a registry: the process's.
+ */
+export function metricSet<T>(define: (reg: MetricsRegistry) => T): (reg?: MetricsRegistry) => T {
+  const sets = new WeakMap<MetricsRegistry, T>();
+  const get = (reg: MetricsRegistry = registry): T => {
+    let set = sets.get(reg);
+    if (set === undefined) {
+      set = define(reg);
+      sets.set(reg, set);
+    }
+    return set;
+  };
+  everySet.push(get);
+  return get;
+}
+
+const everySet: Array<(reg: MetricsRegistry) => unknown> = [];
+
+let loadDefinitions: (() => Promise<unknown>) | undefined;
+
+/**
+ * How to import every plugin's metric definitions: plugin modules load on first use, so the
+ * list of them (src/plugin/index.ts) supplies this for defineAllMetrics.
+ */
+export function setMetricDefinitionsLoader(load: () => Promise<unknown>): void {
+  loadDefinitions = load;
+}
+
+/**
+ * Define every plugin's metrics in `reg` (the prometheus plugin does, for the registry it serves):
+ * CoreDNS registers all its metrics at start, so its /metrics lists the unlabelled ones of plugins a
+ * Corefile does not use too (coredns_reload_failed_total, coredns_hosts_reload_timestamp_seconds...).
+ */
+export async function defineAllMetrics(reg: MetricsRegistry): Promise<void> {
+  if (loadDefinitions !== undefined) await loadDefinitions();
+  for (const get of everySet) get(reg);
 }
 
 // ---- several worker processes (nodens -workers N) ----
@@ -45,9 +101,9 @@ const AGGREGATE_REPLY = 'nodens:metrics:reply';
 let nextRequest = 0;
 const waiting = new Map<number, (text: string) => void>();
 
-/** The exposition text for /metrics: this process's, or the sum of all workers' under -workers. */
-export function metricsText(): Promise<string> {
-  if (!cluster.isWorker || process.send === undefined) return registry.metrics();
+/** The exposition text for /metrics: the server's registry; the process's is the sum of all workers' under -workers. */
+export function metricsText(reg: MetricsRegistry = registry): Promise<string> {
+  if (reg !== registry || !cluster.isWorker || process.send === undefined) return reg.metrics();
   const id = ++nextRequest;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { waiting.delete(id); registry.metrics().then(resolve, reject); }, 2000);

@@ -16,7 +16,7 @@ import type { Message } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { newQuery } from '../../wire/message.ts';
-import { registry } from './metrics.ts';
+import { registry, type MetricsRegistry } from './metrics.ts';
 
 export interface SetupResult {
   /** The instance the setup ran in (blocks, lineage store, logger). */
@@ -254,9 +254,9 @@ export async function settle(r: HandlerResult): Promise<number> {
   return typeof r === 'number' ? r : await r;
 }
 
-/** Sum of the samples of metric `name` whose labels include `labels` (0 when there is none). */
-export async function metricValue(name: string, labels: Record<string, string> = {}): Promise<number> {
-  const m = registry.getSingleMetric(name);
+/** Sum of the samples of metric `name` in `reg` whose labels include `labels` (0 when there is none). */
+export async function metricValue(name: string, labels: Record<string, string> = {}, reg: MetricsRegistry = registry): Promise<number> {
+  const m = reg.getSingleMetric(name);
   if (m === undefined) return 0;
   let sum = 0;
   for (const v of (await m.get()).values) {

@@ -1,12 +1,12 @@
 // Counters and histograms for the per-query metrics, cheap enough for the query
 // path: a child (one label combination) is a plain object with numeric fields,
 // fetched once and kept by the caller; recording is an addition, no label
-// hashing and no string building. The vectors register into the shared
+// hashing and no string building. The vectors register into a server's
 // prom-client registry as ordinary metrics (they implement what the registry
 // and the cluster aggregator read: name, get(), reset()).
 
 import type client from 'prom-client';
-import { registry } from './metrics.ts';
+import { once, type MetricsRegistry } from './metrics.ts';
 
 type Labels = Record<string, string>;
 type Value = { labels: Labels; value: number; metricName?: string };
@@ -49,11 +49,11 @@ abstract class Vec<C extends { labels: Labels }> {
   readonly aggregator = 'sum' as const;
   protected readonly children = new Map<string, C>();
 
-  constructor(name: string, help: string, labelNames: readonly string[]) {
+  constructor(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[]) {
     this.name = name;
     this.help = help;
     this.labelNames = labelNames;
-    registry.registerMetric(this as unknown as client.Metric);
+    reg.registerMetric(this as unknown as client.Metric);
   }
 
   protected abstract make(labels: Labels): C;
@@ -92,8 +92,8 @@ export class HistogramVec extends Vec<HistogramChild> {
   readonly type = 'histogram' as const;
   readonly bounds: readonly number[];
 
-  constructor(name: string, help: string, labelNames: readonly string[], bounds: readonly number[]) {
-    super(name, help, labelNames);
+  constructor(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[], bounds: readonly number[]) {
+    super(reg, name, help, labelNames);
     this.bounds = bounds;
   }
 
@@ -122,4 +122,14 @@ export class HistogramVec extends Vec<HistogramChild> {
     }
     return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
   }
+}
+
+/** The counter vector `name` of `reg`, made once. */
+export function counterVec(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[]): CounterVec {
+  return once(reg, name, () => new CounterVec(reg, name, help, labelNames));
+}
+
+/** The histogram vector `name` of `reg`, made once. */
+export function histogramVec(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[], bounds: readonly number[]): HistogramVec {
+  return once(reg, name, () => new HistogramVec(reg, name, help, labelNames, bounds));
 }

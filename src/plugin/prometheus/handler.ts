@@ -16,7 +16,7 @@ import type { Message } from '../../wire/types.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { messageLength } from '../../wire/msglen.ts';
 import { isSubdomain } from '../../wire/name.ts';
-import { report, zoneSeries, type ZoneSeries } from './vars.ts';
+import { report, serverMetrics, type ServerMetrics, type ZoneSeries } from './vars.ts';
 
 /** Records the rcode and the size of what the chain writes, and passes it on. */
 class MetricsWriter implements ResponseWriter {
@@ -54,7 +54,10 @@ export class Metrics implements Handler {
   /** The block's view (CoreDNS's ViewKey for the queries this block serves), the `view` label. */
   private readonly view: string;
 
-  constructor(next: Handler | undefined, zones: readonly string[], view = '') {
+  private readonly metrics: ServerMetrics;
+
+  constructor(next: Handler | undefined, zones: readonly string[], view = '', metrics: ServerMetrics = serverMetrics()) {
+    this.metrics = metrics;
     this.next = next;
     this.view = view;
     this.zones = [...new Set(zones)].sort((a, b) => b.length - a.length);
@@ -78,7 +81,7 @@ export class Metrics implements Handler {
     }
     let s = byZone.get(zone);
     if (s === undefined) {
-      s = zoneSeries(server, zone, this.view);
+      s = this.metrics.zoneSeries(server, zone, this.view);
       byZone.set(zone, s);
     }
     return s;

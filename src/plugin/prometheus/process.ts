@@ -2,10 +2,38 @@
 // /metrics shows), read from /proc at scrape time, with Go's names and help
 // texts. Under several workers the aggregator sums what adds up (CPU, memory,
 // descriptors) and keeps one value of the rest.
+//
+// Where CoreDNS has the Go runtime's go_* metrics, nodens has prom-client's
+// standard nodejs_* ones (event-loop lag, heap, GC, handles): see
+// enableNodeRuntimeMetrics and the table in README.md.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import client from 'prom-client';
-import { registry } from '../pkg/metrics.ts';
+import { metricSet, registry } from '../pkg/metrics.ts';
+
+let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefined;
+
+/**
+ * prom-client's default nodejs_* metrics, made once, when the first prometheus
+ * block is set up (not at import: an application that embeds nodens without
+ * metrics gets no event-loop monitor and no GC observer), then registered in
+ * each server's registry `into` (the same objects: they describe the one
+ * process). Its process_* metrics are left out: the Go-compatible ones below
+ * stand for them. Values are
+ * read at scrape time, except the event-loop delay histogram (perf_hooks,
+ * sampled by libuv every 10 ms) and the GC durations (a PerformanceObserver).
+ */
+export function enableNodeRuntimeMetrics(into: client.Registry = registry): void {
+  if (nodeRuntimeMetrics === undefined) {
+    const scratch = new client.Registry();
+    client.collectDefaultMetrics({ register: scratch });
+    nodeRuntimeMetrics = scratch.getMetricsAsArray().map((m) => m.name).filter((n) => n.startsWith('nodejs_'))
+      .map((name) => ({ name, metric: scratch.getSingleMetric(name)! }));
+  }
+  for (const { name, metric } of nodeRuntimeMetrics) {
+    if (into.getSingleMetric(name) === undefined) into.registerMetric(metric);
+  }
+}
 
 const PAGE_SIZE = 4096;
 const CLOCK_TICKS = 100;
@@ -75,64 +103,68 @@ const startTime = (() => {
   return bt + Number(f[19]) / CLOCK_TICKS;
 })();
 
-new client.Counter({
-  name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [registry],
-  collect() {
-    const f = statFields();
-    if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
-  },
-});
+/** Go's process collector's metrics, in a server's registry (read at scrape time). */
+export const processMetrics = metricSet((r) => {
+  new client.Counter({
+    name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [r],
+    collect() {
+      const f = statFields();
+      if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
+    },
+  });
 
-new client.Gauge({
-  name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [registry], aggregator: 'max',
-  collect() { setGauge(this, limit('Max open files')); },
-});
+  new client.Gauge({
+    name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [r], aggregator: 'max',
+    collect() { setGauge(this, limit('Max open files')); },
+  });
 
-new client.Counter({
-  name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
-  registers: [registry], aggregator: 'max',
-  collect() { setCounter(this, netTotals()?.rx); },
-});
+  new client.Counter({
+    name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
+    registers: [r], aggregator: 'max',
+    collect() { setCounter(this, netTotals()?.rx); },
+  });
 
-new client.Counter({
-  name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
-  registers: [registry], aggregator: 'max',
-  collect() { setCounter(this, netTotals()?.tx); },
-});
+  new client.Counter({
+    name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
+    registers: [r], aggregator: 'max',
+    collect() { setCounter(this, netTotals()?.tx); },
+  });
 
-new client.Gauge({
-  name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [registry],
-  collect() {
-    try {
-      setGauge(this, readdirSync('/proc/self/fd').length);
-    } catch { /* not on Linux */ }
-  },
-});
+  new client.Gauge({
+    name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [r],
+    collect() {
+      try {
+        setGauge(this, readdirSync('/proc/self/fd').length);
+      } catch { /* not on Linux */ }
+    },
+  });
 
-new client.Gauge({
-  name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [registry],
-  collect() {
-    const f = statFields();
-    setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
-  },
-});
+  new client.Gauge({
+    name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [r],
+    collect() {
+      const f = statFields();
+      setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
+    },
+  });
 
-new client.Gauge({
-  name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
-  registers: [registry], aggregator: 'min',
-  collect() { setGauge(this, startTime); },
-});
+  new client.Gauge({
+    name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
+    registers: [r], aggregator: 'min',
+    collect() { setGauge(this, startTime); },
+  });
 
-new client.Gauge({
-  name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [registry],
-  collect() {
-    const f = statFields();
-    if (f !== undefined) setGauge(this, Number(f[20]));
-  },
-});
+  new client.Gauge({
+    name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [r],
+    collect() {
+      const f = statFields();
+      if (f !== undefined) setGauge(this, Number(f[20]));
+    },
+  });
 
-new client.Gauge({
-  name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
-  registers: [registry], aggregator: 'max',
-  collect() { setGauge(this, limit('Max address space')); },
+  new client.Gauge({
+    name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
+    registers: [r], aggregator: 'max',
+    collect() { setGauge(this, limit('Max address space')); },
+  });
+  return true;
 });

@@ -1,6 +1,6 @@
 // prometheus [ADDRESS] { runtime_metrics; tls CONFIG_FILE }
 //
-// Serves /metrics (the shared registry: every plugin's metrics, the server
+// Serves /metrics (this server's registry: every plugin's metrics, the server
 // metrics below and Go-style process_* metrics) on ADDRESS, default
 // localhost:9153, and records every query of its block (handler.ts).
 
@@ -8,18 +8,18 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { ServeChannels, type DroppedEvent, type HttpsResponseEvent, type InstanceServices, type Lineage, type PanicEvent, type PluginDefinition, type SetupContext } from '../plugin.ts';
 import { COREDNS_VERSION } from '../../core/directives.ts';
 import { NODENS_VERSION } from '../../version.ts';
-import { metricsContentType, metricsText } from '../pkg/metrics.ts';
+import { defineAllMetrics, metricsContentType, metricsText, type MetricsRegistry } from '../pkg/metrics.ts';
 import { httpSite, joinHostPort, addressArgument } from '../pkg/httpserver.ts';
 import { Metrics } from './handler.ts';
-import { buildInfo, httpsResponses, panics, pluginEnabled, reportDropped } from './vars.ts';
-import './process.ts';
+import { serverMetrics, type ServerMetrics } from './vars.ts';
+import { enableNodeRuntimeMetrics, processMetrics } from './process.ts';
 
 export const DEFAULT_ADDR = 'localhost:9153';
 
-async function serveMetrics(res: import('node:http').ServerResponse): Promise<void> {
+async function serveMetrics(reg: MetricsRegistry, res: import('node:http').ServerResponse): Promise<void> {
   let text: string;
   try {
-    text = await metricsText();
+    text = await metricsText(reg);
   } catch (e) {
     res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
     res.end(`An error has occurred while serving metrics:\n\n${e instanceof Error ? e.message : String(e)}\n`);
@@ -54,13 +54,14 @@ export function withoutEmptyFamilies(text: string): string {
   return out.join('\n') + '\n';
 }
 
-/** The instance whose blocks set coredns_plugin_enabled last. */
-let enabledBy: InstanceServices | undefined;
+/** Per registry: the instance whose blocks set coredns_plugin_enabled last. */
+const enabledBy = new WeakMap<MetricsRegistry, InstanceServices>();
 
 /** coredns_plugin_enabled: one series per chain plugin of every block with prometheus, per listen host. */
 function setPluginEnabled(inst: InstanceServices): void {
+  const pluginEnabled = serverMetrics(inst.metrics).pluginEnabled;
   pluginEnabled.reset();
-  enabledBy = inst;
+  enabledBy.set(inst.metrics, inst);
   for (const b of inst.blockConfigs()) {
     if (!b.pluginNames.includes('prometheus')) continue;
     for (const h of b.listenHosts) {
@@ -77,21 +78,25 @@ function setPluginEnabled(inst: InstanceServices): void {
  */
 class ServeObserver {
   private readonly lineage: Lineage;
+  private readonly metrics: ServerMetrics;
   private holders = 0;
-  constructor(lineage: Lineage) { this.lineage = lineage; }
+  constructor(lineage: Lineage, metrics: ServerMetrics) {
+    this.lineage = lineage;
+    this.metrics = metrics;
+  }
 
   private readonly onDropped = (m: unknown): void => {
     const ev = m as DroppedEvent;
-    if (ev.lineage === this.lineage) reportDropped(ev.req, ev.rcode, ev.replySize);
+    if (ev.lineage === this.lineage) this.metrics.reportDropped(ev.req, ev.rcode, ev.replySize);
   };
 
   private readonly onPanic = (m: unknown): void => {
-    if ((m as PanicEvent).lineage === this.lineage) panics.inc();
+    if ((m as PanicEvent).lineage === this.lineage) this.metrics.panics.inc();
   };
 
   private readonly onHttps = (m: unknown): void => {
     const ev = m as HttpsResponseEvent;
-    if (ev.lineage === this.lineage) httpsResponses.child(ev.server, String(ev.status)).inc();
+    if (ev.lineage === this.lineage) this.metrics.httpsResponses.child(ev.server, String(ev.status)).inc();
   };
 
   hold(): void {
@@ -152,20 +157,26 @@ export function parse(c: SetupContext): PrometheusOptions {
 
 export const plugin: PluginDefinition = {
   name: 'prometheus',
-  setup(c) {
+  async setup(c) {
     const { addr } = parse(c);
 
-    buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
+    const reg = c.instance.metrics;
+    // Every plugin's metrics, process_* and nodejs_* in the registry this endpoint serves, as CoreDNS lists all of its own.
+    await defineAllMetrics(reg);
+    processMetrics(reg);
+    enableNodeRuntimeMetrics(reg);
+    const metrics = serverMetrics(reg);
+    metrics.buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
 
     const site = httpSite(c);
-    site.mount(addr, '/metrics', (_req, res) => { void serveMetrics(res); }, 'log-metrics');
+    site.mount(addr, '/metrics', (_req, res) => { void serveMetrics(reg, res); }, 'log-metrics');
 
     // Once per instance: watch the server's own replies and panics, and set coredns_plugin_enabled.
     let first = false;
     c.instance.shared('prometheus/instance', () => { first = true; return true; });
     if (first) {
       const inst = c.instance;
-      const observer = inst.lineage.store('prometheus/observer', () => new ServeObserver(inst.lineage));
+      const observer = inst.lineage.store('prometheus/observer', () => new ServeObserver(inst.lineage, metrics));
       let held = false;
       c.onStartup(() => {
         observer.hold();
@@ -177,9 +188,9 @@ export const plugin: PluginDefinition = {
         if (held) observer.release();
         held = false;
         // Replaced by a configuration without prometheus: its series go.
-        if (enabledBy === inst) {
-          pluginEnabled.reset();
-          enabledBy = undefined;
+        if (enabledBy.get(reg) === inst) {
+          metrics.pluginEnabled.reset();
+          enabledBy.delete(reg);
         }
       });
     }
@@ -187,6 +198,6 @@ export const plugin: PluginDefinition = {
 
     const zones = c.config.zones;
     // The chain is built after every setup ran, so the view plugin's name is known here.
-    c.addPlugin((next) => new Metrics(next, zones, c.config.viewName));
+    c.addPlugin((next) => new Metrics(next, zones, c.config.viewName, metrics));
   },
 };

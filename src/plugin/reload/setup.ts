@@ -9,7 +9,7 @@ import type { InstanceServices, PluginDefinition, PluginLogger, ReloadControl, S
 import { parseCorefile } from '../../corefile/parser.ts';
 import { serverBlocksSha512 } from '../../corefile/hash.ts';
 import { parseDuration } from '../pkg/duration.ts';
-import { counter, gauge } from '../pkg/metrics.ts';
+import { reloadMetrics, type ReloadMetrics } from './metrics.ts';
 
 const NS_PER_S = 1000000000n;
 export const DEFAULT_INTERVAL = 30n * NS_PER_S;
@@ -17,9 +17,6 @@ export const DEFAULT_JITTER = 15n * NS_PER_S;
 export const MIN_INTERVAL = 2n * NS_PER_S;
 export const MIN_JITTER = 1n * NS_PER_S;
 
-export const failedCount = counter('coredns_reload_failed_total', 'Counter of the number of failed reload attempts.');
-export const reloadInfo = gauge('coredns_reload_version_info',
-  "A metric with a constant '1' value labeled by hash, and value which type of hash generated.", ['hash', 'value']);
 
 const UNUSED = 0;
 const MAYBE_USED = 1;
@@ -101,7 +98,10 @@ class Watcher {
   private readonly state: LineageState;
   private readonly log: PluginLogger;
 
-  constructor(sha: string, control: ReloadControl, state: LineageState, log: PluginLogger) {
+  private readonly metrics: ReloadMetrics;
+
+  constructor(sha: string, control: ReloadControl, state: LineageState, log: PluginLogger, metrics: ReloadMetrics) {
+    this.metrics = metrics;
     this.sha = sha;
     this.control = control;
     this.state = state;
@@ -135,7 +135,7 @@ class Watcher {
       return;
     }
     if (s === this.sha) return;
-    reloadInfo.remove({ hash: 'sha512', value: this.sha });
+    this.metrics.reloadInfo.remove({ hash: 'sha512', value: this.sha });
     // Do not retry the same file, even when it turns out to be wrong.
     this.sha = s;
     // Unless the new configuration sets reload up again, it is not used any more.
@@ -148,10 +148,10 @@ class Watcher {
     } finally {
       this.busy = false;
     }
-    reloadInfo.set({ hash: 'sha512', value: s }, 1);
+    this.metrics.reloadInfo.set({ hash: 'sha512', value: s }, 1);
     if (err !== undefined) {
       this.log.error(`Corefile changed but reload failed: starting with listener file descriptors: ${err.message}`);
-      failedCount.inc();
+      this.metrics.failedCount.inc();
       return;
     }
     if (this.state.usage === MAYBE_USED) this.state.usage = UNUSED;
@@ -182,7 +182,7 @@ export const plugin: PluginDefinition = {
       log.info(`Running configuration SHA512 = ${sha}`);
       const control = inst.reloadControl;
       if (control === undefined) return;
-      watcher = new Watcher(sha, control, state, log);
+      watcher = new Watcher(sha, control, state, log, reloadMetrics(inst.metrics));
       watcher.start(state.intervalNs);
     });
     // Replaced (or stopping): this configuration's watcher ends.

@@ -1,5 +1,6 @@
 // shed's metric (CoreDNS plugin/shed/metrics.go).
 
+import { metricSet, once } from '../pkg/metrics.ts';
 import { CounterVec } from '../pkg/vec.ts';
 
 type Value = { labels: Record<string, string>; value: number };
@@ -17,5 +18,5 @@ class ZeroCounterVec extends CounterVec {
 }
 
 /** `coredns_shed_dropped_total{server, reason}`: reason `query` (dropped before the chain) or `response`. */
-export const droppedTotal = new ZeroCounterVec('coredns_shed_dropped_total',
-  'Counter of queries and responses dropped, per server, by reason.', ['server', 'reason']);
+export const shedMetrics = metricSet((r): CounterVec => once(r, 'coredns_shed_dropped_total', () => new ZeroCounterVec(r, 'coredns_shed_dropped_total',
+  'Counter of queries and responses dropped, per server, by reason.', ['server', 'reason'])));

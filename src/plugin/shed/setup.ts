@@ -1,5 +1,6 @@
 // shed's Corefile syntax (CoreDNS plugin/shed/setup.go).
 
+import { shedMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { goQuote } from '../../corefile/address.ts';
 import { Shed, ShedSockets, ShedWriter } from './shed.ts';
@@ -37,7 +38,7 @@ export const plugin: PluginDefinition = {
     // The writers of this configuration's sockets, shared by its blocks with shed.
     const sockets = c.instance.shared('shed/sockets', () => new ShedSockets());
     c.config.setUdpWriter((sock, server, localAddress, localPort) =>
-      sockets.add(new ShedWriter(sock, server, localAddress, localPort, c.log)));
+      sockets.add(new ShedWriter(sock, server, localAddress, localPort, c.log, undefined, undefined, shedMetrics(c.instance.metrics))));
     c.addPlugin((next) => new Shed(sockets, next));
   },
 };

@@ -161,8 +161,8 @@ test('shed on a real socket: a burst beyond the budget evicts the oldest replies
   const labels = (reason: string): Record<string, string> => ({ server: 'dns://:0', reason });
   const client = dgram.createSocket('udp4');
   try {
-    const query0 = await metricValue('coredns_shed_dropped_total', labels('query'));
-    const response0 = await metricValue('coredns_shed_dropped_total', labels('response'));
+    const query0 = await metricValue('coredns_shed_dropped_total', labels('query'), server.metrics);
+    const response0 = await metricValue('coredns_shed_dropped_total', labels('response'), server.metrics);
     const got = new Set<number>();
     client.on('message', (m) => { got.add(m.readUInt16BE(0)); });
     await new Promise<void>((resolve) => { client.bind(0, '127.0.0.1', resolve); });
@@ -188,8 +188,8 @@ test('shed on a real socket: a burst beyond the budget evicts the oldest replies
     do await new Promise((r) => setTimeout(r, 50)); while (got.size === 0 && Date.now() < until);
     await new Promise((r) => setTimeout(r, 100));
     const evicted = N - IN_FLIGHT_MAX - STACK_DEPTH;
-    assert.equal((await metricValue('coredns_shed_dropped_total', labels('response'))) - response0, evicted);
-    assert.equal((await metricValue('coredns_shed_dropped_total', labels('query'))) - query0, 0, 'the socket kept up: no query shed');
+    assert.equal((await metricValue('coredns_shed_dropped_total', labels('response'), server.metrics)) - response0, evicted);
+    assert.equal((await metricValue('coredns_shed_dropped_total', labels('query'), server.metrics)) - query0, 0, 'the socket kept up: no query shed');
     assert.ok(got.size > 0, 'replies were sent');
     // Pushed in query order: 0..IN_FLIGHT_MAX-1 went straight out; the next `evicted` ones were pushed out of the stack.
     for (let id = IN_FLIGHT_MAX; id < IN_FLIGHT_MAX + evicted; id++) assert.ok(!got.has(id), `evicted reply ${id} was sent`);

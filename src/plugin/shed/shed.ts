@@ -11,7 +11,8 @@ import type { Handler, HandlerResult, PluginLogger, Request, ResponseWriter, Udp
 import { nextOrFailure } from '../pkg/next.ts';
 import type { CounterChild } from '../pkg/vec.ts';
 import { Rcode } from '../../wire/constants.ts';
-import { droppedTotal } from './metrics.ts';
+import { shedMetrics } from './metrics.ts';
+import type { CounterVec } from '../pkg/vec.ts';
 
 /** Replies that may wait for a socket (CoreDNS's fixed burst budget; not a knob). */
 export const STACK_DEPTH = 1024;
@@ -38,7 +39,7 @@ export class ShedWriter implements UdpWriter {
   private inFlight = 0;
 
   constructor(sock: UdpSocket, server: string, localAddress: string, localPort: number, log: PluginLogger,
-    depth = STACK_DEPTH, maxInFlight = IN_FLIGHT_MAX) {
+    depth = STACK_DEPTH, maxInFlight = IN_FLIGHT_MAX, droppedTotal: CounterVec = shedMetrics()) {
     this.sock = sock;
     this.localAddress = localAddress;
     this.localPort = localPort;

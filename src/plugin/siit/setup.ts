@@ -1,3 +1,4 @@
+import { siitMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
 import { goQuote } from '../../corefile/address.ts';
@@ -78,6 +79,7 @@ export const plugin: PluginDefinition = {
   name: 'siit',
   setup(c) {
     const o = parse(c);
-    c.addPlugin((next) => new Siit(next, o));
+    const translated = siitMetrics(c.instance.metrics);
+    c.addPlugin((next) => new Siit(next, o, translated));
   },
 };

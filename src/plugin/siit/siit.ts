@@ -12,7 +12,8 @@ import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure, replaceReply } from '../pkg/next.ts';
 import { ResponseType, typify } from '../pkg/response.ts';
 import type { CounterChild } from '../pkg/vec.ts';
-import { requestsTranslated } from './metrics.ts';
+import { siitMetrics } from './metrics.ts';
+import type { CounterVec } from '../pkg/vec.ts';
 
 /**
  * The request value that marks a translation plugin's own sub-query (CoreDNS's synthesis context
@@ -51,7 +52,10 @@ export class Siit implements Handler {
   /** Scratch for parsing AAAA addresses (handlers run one at a time between awaits). */
   private readonly buf = new Uint8Array(16);
 
-  constructor(next: Handler | undefined, o: SiitConfig) {
+  private readonly translated: CounterVec;
+
+  constructor(next: Handler | undefined, o: SiitConfig, translated: CounterVec = siitMetrics()) {
+    this.translated = translated;
     this.next = next;
     this.prefix = o.prefix;
     this.prefixUsable = !isIPv4Mapped(o.prefix.bytes, 0);
@@ -88,7 +92,7 @@ export class Siit implements Handler {
       } else {
         let c = this.bound.get(req.server);
         if (c === undefined) {
-          c = requestsTranslated.child(req.server);
+          c = this.translated.child(req.server);
           this.bound.set(req.server, c);
         }
         c.inc();

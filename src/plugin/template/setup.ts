@@ -1,5 +1,6 @@
 // template's Corefile syntax (CoreDNS plugin/template/setup.go).
 
+import { templateMetrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import { originsFromArgsOrServerBlock } from '../../corefile/address.ts';
 import { classToString, rcodeToString, stringToClass, stringToRcode, stringToType, typeToString } from '../../wire/constants.ts';
@@ -170,6 +171,7 @@ export const plugin: PluginDefinition = {
   name: 'template',
   setup(c) {
     const o = parse(c);
-    c.addPlugin((next) => new Template(o.zones, o.templates, next));
+    const metrics = templateMetrics(c.instance.metrics);
+    c.addPlugin((next) => new Template(o.zones, o.templates, next, metrics));
   },
 };

@@ -22,7 +22,7 @@ import { GoCallError, GoExecError, GoMap, GoNum, GoSlice, GoTemplate, type GoFun
 import type { CounterChild } from '../pkg/vec.ts';
 import { RUN_ERROR, type ExprEnv, type ExprType, type ExprValue, type Expression } from '../pkg/expression.ts';
 import { TemplateData } from './data.ts';
-import { templateFailures, templateMatches, templateRRFailures } from './metrics.ts';
+import { templateMetrics, type TemplateMetrics } from './metrics.ts';
 
 /** One `template` line. */
 export interface TemplateSpec {
@@ -206,7 +206,10 @@ export class Template implements Handler {
    */
   private readonly records = new Map<string, ResourceRecord>();
 
-  constructor(zones: string[], templates: TemplateSpec[], next: Handler | undefined) {
+  private readonly m: TemplateMetrics;
+
+  constructor(zones: string[], templates: TemplateSpec[], next: Handler | undefined, metrics: TemplateMetrics = templateMetrics()) {
+    this.m = metrics;
     this.zones = zones;
     this.templates = templates;
     this.next = next;
@@ -281,7 +284,7 @@ export class Template implements Handler {
     const key = req.server + '\u0000' + d.zone + '\u0000' + d.cls + '\u0000' + d.type;
     let c = this.matchCounters.get(key);
     if (c === undefined) {
-      c = templateMatches.child(req.server, d.zone, this.view, d.cls, d.type);
+      c = this.m.templateMatches.child(req.server, d.zone, this.view, d.cls, d.type);
       this.matchCounters.set(key, c);
     }
     this.lastMatch = { server: req.server, zone: d.zone, cls: d.cls, type: d.type, child: c };
@@ -295,7 +298,7 @@ export class Template implements Handler {
       text = tmpl.execute(data);
     } catch (e) {
       if (e instanceof GoExecError) {
-        templateFailures.child(req.server, data.zone, this.view, data.cls, data.type, section.name, tmpl.toString()).inc();
+        this.m.templateFailures.child(req.server, data.zone, this.view, data.cls, data.type, section.name, tmpl.toString()).inc();
         throw new PluginError(Rcode.SERVFAIL, e.message);
       }
       throw e;
@@ -313,7 +316,7 @@ export class Template implements Handler {
       cache.set(text, rr);
       return { name: rr.name, type: rr.type, class: rr.class, ttl: rr.ttl, data: rr.data };
     } catch (e) {
-      templateRRFailures.child(req.server, data.zone, this.view, data.cls, data.type, section.name, tmpl.toString()).inc();
+      this.m.templateRRFailures.child(req.server, data.zone, this.view, data.cls, data.type, section.name, tmpl.toString()).inc();
       throw new PluginError(Rcode.SERVFAIL, e instanceof Error ? e.message : String(e));
     }
   }

@@ -145,17 +145,17 @@ test('view: the view label of the metrics; views survive a reload', async () => 
   const server = await startServer({ dnsPort: 0, corefile: corefile('tcponly') });
   try {
     const port = server.port;
-    const before = await metricValue('coredns_dns_requests_total', { view: 'tcponly' });
-    const hits = await metricValue('coredns_cache_requests_total', { view: 'tcponly' });
+    const before = await metricValue('coredns_dns_requests_total', { view: 'tcponly' }, server.metrics);
+    const hits = await metricValue('coredns_cache_requests_total', { view: 'tcponly' }, server.metrics);
     assert.equal((await ask(port, 'www.example.', RRType.A, true)).additional.length, 2, 'whoami over TCP');
     assert.equal((await ask(port, 'www.example.', RRType.A)).answer.length, 1, 'hosts over UDP');
-    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'tcponly' }) - before, 1);
-    assert.equal(await metricValue('coredns_cache_requests_total', { view: 'tcponly' }) - hits, 1);
-    assert.equal(await metricValue('coredns_plugin_enabled', { view: 'tcponly', name: 'whoami' }), 1);
+    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'tcponly' }, server.metrics) - before, 1);
+    assert.equal(await metricValue('coredns_cache_requests_total', { view: 'tcponly' }, server.metrics) - hits, 1);
+    assert.equal(await metricValue('coredns_plugin_enabled', { view: 'tcponly', name: 'whoami' }, server.metrics), 1);
     assert.equal(await server.reload(corefile('renamed')), undefined);
-    const renamed = await metricValue('coredns_dns_requests_total', { view: 'renamed' });
+    const renamed = await metricValue('coredns_dns_requests_total', { view: 'renamed' }, server.metrics);
     assert.equal((await ask(port, 'www.example.', RRType.A, true)).additional.length, 2);
-    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'renamed' }) - renamed, 1);
+    assert.equal(await metricValue('coredns_dns_requests_total', { view: 'renamed' }, server.metrics) - renamed, 1);
   } finally {
     await server.stop();
   }

@@ -159,7 +159,8 @@ export class UdpConn extends Conn {
     sock.on('message', (m) => { this.deliver(m); });
     sock.on('error', (e) => {
       this.fail(new UpstreamError((e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'refused' : 'other',
-        `read udp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`));
+        // Go wraps the errno of a failed recv in a SyscallError: `read: connection refused`.
+        `read udp ${this.localAddr()}->${this.remote}: ${(e as NodeJS.ErrnoException).code?.startsWith('E') === true ? 'read: ' : ''}${errnoText(e)}`));
     });
     sock.unref();
   }

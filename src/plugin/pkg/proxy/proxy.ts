@@ -8,7 +8,7 @@ import { rcodeToString } from '../../../wire/constants.ts';
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { questionEnd } from '../../../wire/scan.ts';
 import { UpstreamError, hostPort } from './errors.ts';
-import { healthcheckFailureCount, requestDuration, timeoutsCount } from './metrics.ts';
+import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
 import { Transport, type TransportOptions } from './transport.ts';
 
 export type UpstreamKind = 'dns' | 'tls' | 'https';
@@ -96,7 +96,10 @@ export class Proxy {
     this.proxyName = proxyName;
     this.addr = kind === 'https' ? `https://${hostPort(host, port)}/dns-query` : hostPort(host, port);
     this.transport = new Transport(host, port, this.addr, proxyName, opts);
+    this.metrics = opts.metrics ?? proxyMetrics();
   }
+
+  private readonly metrics: ProxyMetrics;
 
   get tls(): TlsOptions | undefined {
     return this.opts.tls;
@@ -151,7 +154,7 @@ export class Proxy {
     reply[1] = originId & 0xff;
     const rc = reply[3]! & 0x0f;
     let h = this.durations[rc];
-    if (h === undefined) h = this.durations[rc] = requestDuration.child(this.proxyName, this.addr, rcodeLabel(rc));
+    if (h === undefined) h = this.durations[rc] = this.metrics.requestDuration.child(this.proxyName, this.addr, rcodeLabel(rc));
     h.observe((performance.now() - t0) / 1000);
     return reply;
   }
@@ -171,7 +174,7 @@ export class Proxy {
       return reply;
     } catch (e) {
       conn.close();
-      if (e instanceof UpstreamError && e.kind === 'timeout') timeoutsCount.labels(this.proxyName, this.addr, conn.proto).inc();
+      if (e instanceof UpstreamError && e.kind === 'timeout') this.metrics.timeoutsCount.labels(this.proxyName, this.addr, conn.proto).inc();
       throw e;
     }
   }
@@ -248,7 +251,7 @@ export class Proxy {
       return true;
     } catch {
       this.fails++;
-      healthcheckFailureCount.labels(this.proxyName, this.addr).inc();
+      this.metrics.healthcheckFailureCount.labels(this.proxyName, this.addr).inc();
       return false;
     }
   }

@@ -13,7 +13,7 @@
 
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
-import { connCacheHitsCount, connCacheMissesCount } from './metrics.ts';
+import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
 
 const MIN_DIAL_MS = 1000;
 const MAX_DIAL_MS = 30000;
@@ -30,6 +30,8 @@ export interface TransportOptions {
   tls: TlsOptions | undefined;
   /** Pool UDP sockets like TCP connections (CoreDNS's behaviour); off: one socket per query. */
   reuseUdp: boolean;
+  /** The server's proxy metrics (default: the process's registry). */
+  metrics?: ProxyMetrics;
 }
 
 export class Transport {
@@ -92,7 +94,7 @@ export class Transport {
    */
   oneShotUdp(): UdpConn {
     if (this.stopped) throw new UpstreamError('stopped', 'proxy: transport stopped');
-    (this.misses.udp ??= connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
+    (this.misses.udp ??= (this.opts.metrics ?? proxyMetrics()).connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
     this.taken++;
     this.takenSinceSweep++;
     // A UDP "dial" is local and takes no measurable time; CoreDNS counts it in the dial-time average
@@ -153,11 +155,11 @@ export class Transport {
         c.close();
         continue;
       }
-      (this.hits[proto] ??= connCacheHitsCount.child(this.proxyName, this.addr, proto)).inc();
+      (this.hits[proto] ??= (this.opts.metrics ?? proxyMetrics()).connCacheHitsCount.child(this.proxyName, this.addr, proto)).inc();
       c.reused = true;
       return c;
     }
-    (this.misses[proto] ??= connCacheMissesCount.child(this.proxyName, this.addr, proto)).inc();
+    (this.misses[proto] ??= (this.opts.metrics ?? proxyMetrics()).connCacheMissesCount.child(this.proxyName, this.addr, proto)).inc();
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {

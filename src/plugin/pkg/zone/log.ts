@@ -4,6 +4,8 @@
 import type { ServerLogger } from '../../plugin.ts';
 
 export function fileLogger(l: ServerLogger): ServerLogger {
+  // The server's own plugin logger also gets JSON records right (a `plugin` field, not a prefix in msg).
+  if (l.plugin !== undefined) return l.plugin('file');
   return {
     get debugEnabled() { return l.debugEnabled; },
     debug: (m) => { l.debug('plugin/file: ' + m); },
