@@ -66,6 +66,8 @@ export interface KubeApiServer {
   auditEvents(): AuditEvent[];
   /** What etcd and kube-apiserver printed (the last 100 kB of each). */
   logs(): string;
+  /** Stops etcd and kube-apiserver and keeps the files (clients still find the CA file they were given). */
+  kill(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -232,12 +234,15 @@ export async function startKubeApiServer(opts: StartOptions = {}): Promise<KubeA
   const url = `https://127.0.0.1:${apiPort}`;
   const caFile = path.join(certDir, 'apiserver.crt');
   const logs = () => `--- etcd ---\n${etcd.out()}\n--- kube-apiserver ---\n${api.out()}`;
+  const kill = async () => {
+    await stopChild(api);
+    await stopChild(etcd);
+  };
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
     stopped = true;
-    await stopChild(api);
-    await stopChild(etcd);
+    await kill();
     rmSync(dir, { recursive: true, force: true });
   };
 
@@ -281,5 +286,5 @@ export async function startKubeApiServer(opts: StartOptions = {}): Promise<KubeA
     if (!existsSync(auditLog)) return [];
     return readFileSync(auditLog, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as AuditEvent);
   };
-  return { url, kubeconfig, token, caFile, dir, kubectl, kubeconfigFor, auditEvents, logs, stop };
+  return { url, kubeconfig, token, caFile, dir, kubectl, kubeconfigFor, auditEvents, logs, kill, stop };
 }

@@ -75,6 +75,17 @@ const INITIAL_BACKOFF = 800;
 const MAX_BACKOFF = 30_000;
 const RESET_AFTER = 120_000;
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+/**
+ * The `reflector` value of client-go's log lines in CoreDNS 1.15.0 (the reference build): client-go names a
+ * reflector after the source position that created it, the same for every informer of the plugin.
+ */
+const REFLECTOR_NAME = 'pkg/mod/k8s.io/client-go@v0.37.1/tools/cache/reflector.go:343';
+
+/** A watch's timeoutSeconds as client-go's typed clients also send it, as the request's `timeout` (a Go duration). */
+function watchTimeout(): Record<string, string> {
+  const secs = 300 + Math.floor(Math.random() * 300);
+  return { timeout: `${Math.floor(secs / 60)}m${secs % 60}s`, timeoutSeconds: String(secs) };
+}
 
 class Backoff {
   private cur = 0;
@@ -202,11 +213,11 @@ export class Reflector {
 
   /** client-go's `Failed to watch` line (utilruntime.HandleError through CoreDNS's klog adapter). */
   private failedToWatch(err: string): void {
-    this.opts.log.error(`Failed to watch: ${err} reflector="${this.opts.name}" type="${this.opts.type}"`);
+    this.opts.log.error(`Failed to watch: ${err} logger="UnhandledError" reflector="${REFLECTOR_NAME}" type="${this.opts.type}"`);
   }
 
   private watchEndedWithError(err: string): void {
-    this.opts.log.info(`Warning: watch ended with error reflector="${this.opts.name}" type="${this.opts.type}" err="${err}"`);
+    this.opts.log.info(`Warning: watch ended with error reflector="${REFLECTOR_NAME}" type="${this.opts.type}" err=${JSON.stringify(err)}`);
   }
 
   private async run(): Promise<void> {
@@ -221,22 +232,25 @@ export class Reflector {
           step = 'streaming list';
           let streamed: WatchEnd | undefined;
           if (this.opts.watchList !== false) {
-            lastUrl = this.streamingQuery();
-            streamed = await this.streamingList(lastUrl);
+            const q = this.streamingQuery();
+            lastUrl = this.url(q);
+            streamed = await this.streamingList(q);
           }
           if (streamed === undefined) {
             step = 'list';
             await this.list((u) => { lastUrl = u; });
             if (this.stopped) return;
             step = 'watch';
-            lastUrl = this.watchQuery();
-            end = await this.watch(lastUrl, false);
+            const q = this.watchQuery();
+            lastUrl = this.url(q);
+            end = await this.watch(q, false);
           } else {
             end = streamed;
           }
         } else {
-          lastUrl = this.watchQuery();
-          end = await this.watch(lastUrl, false);
+          const q = this.watchQuery();
+          lastUrl = this.url(q);
+          end = await this.watch(q, false);
         }
         if (this.stopped || end === 'stopped') return;
         if (end === 'unsynced') continue; // the stream ended before its bookmark: stream again
@@ -273,12 +287,12 @@ export class Reflector {
   private streamingQuery(): string {
     return this.query({
       allowWatchBookmarks: 'true', resourceVersion: this.lastRvUnavailable ? '' : this.lastRv, resourceVersionMatch: 'NotOlderThan',
-      sendInitialEvents: 'true', timeoutSeconds: String(300 + Math.floor(Math.random() * 300)), watch: 'true',
+      sendInitialEvents: 'true', ...watchTimeout(), watch: 'true',
     });
   }
 
   private watchQuery(): string {
-    return this.query({ allowWatchBookmarks: 'true', resourceVersion: this.lastRv, timeoutSeconds: String(300 + Math.floor(Math.random() * 300)), watch: 'true' });
+    return this.query({ allowWatchBookmarks: 'true', resourceVersion: this.lastRv, ...watchTimeout(), watch: 'true' });
   }
 
   /**
