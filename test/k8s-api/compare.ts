@@ -45,6 +45,38 @@ export interface Pair {
   stop(): Promise<void>;
 }
 
+/** The reference CoreDNS and nodens running one Corefile. */
+export interface DnsPair {
+  ref: Running;
+  sub: Running;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts CoreDNS and nodens on one Corefile (text) with {$NODENS_K8S_KUBECONFIG} set to `kubeconfig`, and
+ * waits until both answer `probe`.
+ */
+export async function startDnsPair(corefile: string, kubeconfig: string, opts: { env?: Record<string, string>; probe?: string; dir?: string } = {}): Promise<DnsPair> {
+  const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'nodens-k8s-'));
+  const conf = path.join(dir, 'Corefile');
+  writeFileSync(conf, corefile);
+  const env = { NODENS_K8S_KUBECONFIG: kubeconfig, ...opts.env };
+  const nodens = path.join(REPO, 'bin/nodens');
+  const [ref, sub] = await Promise.all([
+    startServer({ name: 'coredns', command: referenceBinary(), conf, cwd: dir, env }),
+    startServer({ name: 'nodens', command: nodens, conf, cwd: dir, env }),
+  ]);
+  const stop = async () => { await Promise.all([ref.stop(), sub.stop()]); };
+  try {
+    await Promise.all([waitReady(ref, opts.probe), waitReady(sub, opts.probe)]);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { ref, sub, dir, stop };
+}
+
 /** Starts the API server (state), CoreDNS and nodens (Corefile text) and waits until both answer. */
 export async function startPair(corefile: string, state: ClusterState, opts: { env?: Record<string, string>; probe?: string; apiOptions?: ConstructorParameters<typeof K8sApiServer>[1] } = {}): Promise<Pair> {
   const api = new K8sApiServer(state, opts.apiOptions);
@@ -52,29 +84,22 @@ export async function startPair(corefile: string, state: ClusterState, opts: { e
   const dir = mkdtempSync(path.join(tmpdir(), 'nodens-k8s-'));
   const kc = path.join(dir, 'kubeconfig');
   writeFileSync(kc, kubeconfigFor(`http://127.0.0.1:${api.port}`));
-  const conf = path.join(dir, 'Corefile');
-  writeFileSync(conf, corefile);
-  const env = { NODENS_K8S_KUBECONFIG: kc, ...opts.env };
-  const nodens = path.join(REPO, 'bin/nodens');
-  const [ref, sub] = await Promise.all([
-    startServer({ name: 'coredns', command: referenceBinary(), conf, cwd: dir, env }),
-    startServer({ name: 'nodens', command: nodens, conf, cwd: dir, env }),
-  ]);
-  const stop = async () => {
-    await Promise.all([ref.stop(), sub.stop()]);
-    await api.stop();
-  };
+  let pair: DnsPair;
   try {
-    await Promise.all([waitReady(ref, opts.probe), waitReady(sub, opts.probe)]);
+    pair = await startDnsPair(corefile, kc, { env: opts.env, probe: opts.probe, dir });
   } catch (e) {
-    await stop();
+    await api.stop();
     throw e;
   }
-  return { api, ref, sub, dir, stop };
+  const stop = async () => {
+    await pair.stop();
+    await api.stop();
+  };
+  return { api, ref: pair.ref, sub: pair.sub, dir, stop };
 }
 
 /** Sends every query to both servers and compares the rendered replies. */
-export async function compareQueries(p: Pair, queries: QuerySpec[]): Promise<CompareResult> {
+export async function compareQueries(p: { ref: Running; sub: Running }, queries: QuerySpec[]): Promise<CompareResult> {
   const norm = { ...DEFAULT_NORMALISE, shuffle: true };
   const res: CompareResult = { passed: 0, failed: [], reference: new Map() };
   for (const q of queries) {

@@ -72,6 +72,19 @@ function loadKubeConfigFrom(spec: ConnectionSpec, kc: KubeConfig): KubeConfig {
   return kc;
 }
 
+/**
+ * client-go reads a token file (the in-cluster service account's, a kubeconfig's) with the surrounding
+ * whitespace trimmed; @kubernetes/client-node sends it as read, and a token file ending in a newline then
+ * makes every request fail (node refuses a header with a line break). Trimmed here for every bearer token.
+ */
+export function trimBearer(headers: Record<string, string>): void {
+  const auth = headers.Authorization;
+  if (typeof auth !== 'string' || !auth.startsWith('Bearer ')) return;
+  const token = auth.slice('Bearer '.length).trim();
+  if (token === '') delete headers.Authorization;
+  else headers.Authorization = `Bearer ${token}`;
+}
+
 export interface ClientLimits {
   /** client-side requests per second for non-watch requests (client-go default 5) */
   qps: number;
@@ -202,6 +215,7 @@ export class ApiClient {
       agent: watch ? this.watchAgent : this.agent,
     };
     await this.kc.applyToHTTPSOptions(opts);
+    trimBearer(opts.headers as Record<string, string>);
     const mod = url.protocol === 'https:' ? https : http;
     const t0 = performance.now();
     return await new Promise<StreamResponse>((resolve, reject) => {

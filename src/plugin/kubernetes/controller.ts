@@ -234,12 +234,12 @@ export class Controller {
     this.client = client;
     const common = { client, log: o.log, resyncMs: o.resyncMs } satisfies Partial<ReflectorOptions>;
     const lsel = o.labelSelector;
-    this.reflectors.push(new Reflector({ ...common, name: 'services', path: '/api/v1/services', labelSelector: lsel }, {
+    this.reflectors.push(new Reflector({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel }, {
       replace: (items) => { this.replaceServices(items); },
       upsert: (o2) => { this.upsertService(o2); },
       remove: (o2) => { this.removeService(o2.metadata.namespace ?? '', o2.metadata.name); },
     }));
-    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
+    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
       replace: (items) => {
         this.namespaces.clear();
         for (const n of items) this.namespaces.add(n.metadata.name);
@@ -248,7 +248,7 @@ export class Controller {
       remove: (n) => { this.namespaces.delete(n.metadata.name); },
     }));
     if (o.endpoints) {
-      this.reflectors.push(new Reflector({ ...common, name: 'endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+      this.reflectors.push(new Reflector({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
         replace: (items) => { this.replaceSlices(items); },
         upsert: (s) => { this.upsertSlice(s); },
         remove: (s) => { this.removeSlice(`${s.metadata.namespace ?? ''}/${s.metadata.name}`); },
@@ -256,7 +256,7 @@ export class Controller {
     }
     if (o.pods) {
       this.reflectors.push(new Reflector({
-        ...common, name: 'pods', path: '/api/v1/pods', labelSelector: lsel,
+        ...common, name: 'pods', type: '*v1.Pod', path: '/api/v1/pods', labelSelector: lsel,
         fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown',
       }, {
         replace: (items) => { this.replacePods(items); },
@@ -265,7 +265,7 @@ export class Controller {
       }));
     }
     if (o.multicluster) {
-      this.reflectors.push(new Reflector({ ...common, name: 'serviceimports', path: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports', labelSelector: o.namespaceLabelSelector }, {
+      this.reflectors.push(new Reflector({ ...common, name: 'serviceimports', type: '*v1alpha1.ServiceImport', path: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports', labelSelector: o.namespaceLabelSelector }, {
         replace: (items) => {
           const seen = new Set<string>();
           for (const i of items) { seen.add(this.upsertImport(i)); }
@@ -275,7 +275,7 @@ export class Controller {
         remove: (i) => { if (this.imports.delete(`${i.metadata.namespace ?? ''}/${i.metadata.name}`)) this.touchMC(); },
       }));
       const mcsSel = lsel === '' ? MCS_SERVICE_NAME_LABEL : `${lsel},${MCS_SERVICE_NAME_LABEL}`;
-      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
+      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
         replace: (items) => {
           const seen = new Set<string>();
           for (const s of items) seen.add(this.upsertMcsSlice(s));
@@ -306,8 +306,8 @@ export class Controller {
   }
 
   /** For tests: resolves when every reflector has an open watch (or the time is up). */
-  reflectorStates(): { name: string; synced: boolean; watching: boolean; lastRv: string; relists: number }[] {
-    return this.reflectors.map((r) => ({ name: r.opts.name, synced: r.synced, watching: r.watching, lastRv: r.lastRv, relists: r.lists }));
+  reflectorStates(): { name: string; synced: boolean; watching: boolean; lastRv: string; relists: number; streamed: number }[] {
+    return this.reflectors.map((r) => ({ name: r.opts.name, synced: r.synced, watching: r.watching, lastRv: r.lastRv, relists: r.lists, streamed: r.streamedLists }));
   }
 
   private touch(): void {

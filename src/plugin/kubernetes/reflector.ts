@@ -1,26 +1,35 @@
-// List-and-watch of one resource, the way client-go's Reflector keeps an
-// informer cache in sync:
+// List-and-watch of one resource, the way client-go's Reflector (v0.37, the one CoreDNS 1.15.0 vendors, with
+// its WatchListClient feature on by default) keeps an informer cache in sync:
 //
-//   LIST (paged, limit=500, consistent read) → replace the cache with the snapshot
+//   sync: the streaming list first — WATCH ?allowWatchBookmarks=true&resourceVersion=<last, '' at first>
+//     &resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=..&watch=true: ADDED for every
+//     object, then a BOOKMARK annotated k8s.io/initial-events-end replaces the cache, and the same stream goes
+//     on as the watch. The API server answers it from its watch cache, not with a quorum read from etcd.
+//     A server that refuses it (an error status other than 429 and 410) gets a LIST instead, with client-go's
+//     resourceVersion rules: "0" for the first (served from the watch cache, which ignores limit=500), the
+//     last synced version afterwards (without limit, so the cache serves that too), "" (a quorum read) only
+//     after the version turned out expired or too large; pages after the first carry no resourceVersion.
 //   WATCH ?allowWatchBookmarks=true&resourceVersion=<last>&timeoutSeconds=<300..600>&watch=true
 //     ADDED/MODIFIED/DELETED → apply; BOOKMARK → remember its resourceVersion;
-//     ERROR 410 (Expired/Gone) → back off, relist; other ERROR → back off, relist.
+//     ERROR 410 (Expired/Gone) → back off, sync again; other ERROR → back off, sync again.
 //   The server closing the watch normally → re-watch at once from the last version
 //   (a watch that ends within 1 s with no event counts as a failure, as in client-go).
-//   Connection refused / 429 while opening the watch → back off, re-watch without relisting.
-//   Any other failure → back off (800 ms ×2 up to 30 s, jittered, reset after 2 min
-//   without failure) and relist.
-//   Every `resyncMs` the cycle is restarted with a fresh LIST: objects missing from
-//   the snapshot are deleted, so an event lost on the way (a missed watch window)
-//   is healed. (client-go's informer resync only replays its own cache; this one
-//   re-reads the server.)
+//   Connection refused / 429 → back off and retry the same step (re-watch without syncing again).
+//   Any other failure → back off (800 ms ×2 up to 30 s, jittered, reset after 2 min without failure) and sync.
+//   Every `resyncMs` the cycle is restarted with a fresh sync: objects missing from the snapshot are
+//   deleted, so an event lost on the way (a missed watch window) is healed. (client-go's informer resync
+//   only replays its own cache; this one re-reads the server.)
+//
+// Logs as CoreDNS prints client-go's through its klog adapter (klog at verbosity 0): nothing for connection
+// refused, 429, 410 or a watch that ends normally (so an API server that is down costs no log line per
+// retry); `[ERROR] Failed to watch: ...` for a failed sync or watch request; `[INFO] Warning: watch ended
+// with error ...` for a watch that ended with an error event or too early.
 //
 // Nothing is ever flushed on errors: the last known state keeps serving.
 //
-// Why not @kubernetes/client-node's Watch/ListWatch: its ListWatch stops for good
-// on any error other than 410 (no backoff and retry), ignores BOOKMARK
-// resourceVersions, does no pagination and has no periodic relist; the
-// reflector below is ~200 lines on top of the same KubeConfig credentials.
+// Why not @kubernetes/client-node's Watch/ListWatch: its ListWatch stops for good on any error other than
+// 410 (no backoff and retry), ignores BOOKMARK resourceVersions, does no pagination, no streaming list and
+// no periodic relist; the reflector below sits on top of the same KubeConfig credentials.
 
 import type { PluginLogger } from '../plugin.ts';
 import { HttpStatusError, type ApiClient, type StreamResponse } from './client.ts';
@@ -30,8 +39,10 @@ export interface ReflectorOptions {
   client: ApiClient;
   /** collection path, e.g. /api/v1/services */
   path: string;
-  /** for logs: `services` */
+  /** for tests and state: `services` */
   name: string;
+  /** the object type as client-go names it in its log lines: `*v1.Service` */
+  type: string;
   labelSelector?: string;
   fieldSelector?: string;
   /** periodic relist interval; 0 disables */
@@ -39,6 +50,8 @@ export interface ReflectorOptions {
   log: PluginLogger;
   /** LIST page size (client-go's pager: 500) */
   pageLimit?: number;
+  /** try the streaming list before LIST (client-go's WatchListClient; default true) */
+  watchList?: boolean;
 }
 
 export interface ReflectorHandler {
@@ -49,13 +62,30 @@ export interface ReflectorHandler {
 
 interface ListBody { metadata?: { resourceVersion?: string; continue?: string }; items?: RawObject[] }
 
-interface WatchEvent { type: string; object: RawObject & { code?: number; reason?: string; message?: string } }
+interface WatchEvent { type: string; object: RawObject & { code?: number; reason?: string; message?: string; details?: { causes?: { reason?: string }[] } } }
 
-type WatchEnd = 'closed' | 'short' | 'expired' | 'error' | 'resync' | 'stopped';
+/**
+ * How a watch ended. `short`: within 1 s without an event; `failed`: an ERROR event other than 410 (its
+ * message in `Reflector.watchError`); `unsynced`: a streaming list's version expired before its initial-events-end
+ * bookmark (stream again); `nostream`: it ended otherwise before that bookmark (LIST instead).
+ */
+type WatchEnd = 'closed' | 'short' | 'expired' | 'failed' | 'unsynced' | 'nostream' | 'resync' | 'stopped';
 
 const INITIAL_BACKOFF = 800;
 const MAX_BACKOFF = 30_000;
 const RESET_AFTER = 120_000;
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+/**
+ * The `reflector` value of client-go's log lines in CoreDNS 1.15.0 (the reference build): client-go names a
+ * reflector after the source position that created it, the same for every informer of the plugin.
+ */
+const REFLECTOR_NAME = 'pkg/mod/k8s.io/client-go@v0.37.1/tools/cache/reflector.go:343';
+
+/** A watch's timeoutSeconds as client-go's typed clients also send it, as the request's `timeout` (a Go duration). */
+function watchTimeout(): Record<string, string> {
+  const secs = 300 + Math.floor(Math.random() * 300);
+  return { timeout: `${Math.floor(secs / 60)}m${secs % 60}s`, timeoutSeconds: String(secs) };
+}
 
 class Backoff {
   private cur = 0;
@@ -69,14 +99,31 @@ class Backoff {
   }
 }
 
-function isConnRefused(e: unknown): boolean {
-  return (e as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
+/** The failures client-go retries quietly with a back-off (isWatchErrorRetriable). */
+function isRetriable(e: unknown): boolean {
+  return (e as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED' || (e instanceof HttpStatusError && e.status === 429);
 }
 
-function describe(e: unknown): string {
+/** 410 Expired/Gone, or the "too large resource version" timeout: the version to resume from is unusable. */
+function isExpired(e: unknown): boolean {
+  if (!(e instanceof HttpStatusError)) return false;
+  if (e.status === 410) return true;
+  return e.status === 504 && e.body.includes('ResourceVersionTooLarge');
+}
+
+/** An error as client-go's text would read: the Status message, or Go's url.Error for a failed connection. */
+export function goError(e: unknown, url: string): string {
   if (e instanceof HttpStatusError) return e.message;
-  const err = e as NodeJS.ErrnoException;
-  return err?.message ?? String(e);
+  const err = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  const addr = err?.address !== undefined ? `${err.address.includes(':') ? `[${err.address}]` : err.address}:${err.port ?? ''}` : '';
+  const dial: Record<string, string> = {
+    ECONNREFUSED: 'connect: connection refused', EHOSTUNREACH: 'connect: no route to host',
+    ENETUNREACH: 'connect: network is unreachable', ETIMEDOUT: 'i/o timeout',
+  };
+  const code = err?.code ?? '';
+  if (dial[code] !== undefined) return `Get "${url}": dial tcp ${addr}: ${dial[code]}`;
+  if (code === 'ECONNRESET') return `Get "${url}": read: connection reset by peer`;
+  return `Get "${url}": ${err?.message ?? String(e)}`;
 }
 
 export class Reflector {
@@ -87,8 +134,10 @@ export class Reflector {
   /** a watch is open right now */
   watching = false;
   lastRv = '';
-  /** how many LISTs completed (for tests and logs) */
+  /** how many syncs (streaming lists or LISTs) completed (for tests and logs) */
   lists = 0;
+  /** how many of them were streaming lists */
+  streamedLists = 0;
   private stopped = false;
   private current: StreamResponse | undefined;
   private listAbort: { aborted: boolean; onAbort?: () => void } | undefined;
@@ -98,6 +147,12 @@ export class Reflector {
   private wake: (() => void) | undefined;
   private resyncDue = false;
   private readonly backoff = new Backoff();
+  /** the last version was refused as expired or too large: sync from the current state ('') */
+  private lastRvUnavailable = false;
+  /** a LIST at "0" came back in pages: the server has no watch cache, keep paging (client-go's paginatedResult) */
+  private paginatedResult = false;
+  /** the message of the ERROR event that ended the last watch */
+  private watchError = '';
 
   constructor(opts: ReflectorOptions, h: ReflectorHandler) {
     this.opts = opts;
@@ -122,7 +177,7 @@ export class Reflector {
     this.wake?.();
   }
 
-  /** Restart the cycle with a fresh LIST (periodic resync). */
+  /** Restart the cycle with a fresh sync (periodic resync). */
   requestResync(): void {
     this.resyncDue = true;
     this.abortWatch('resync');
@@ -147,55 +202,138 @@ export class Reflector {
     const all: Record<string, string> = { ...extra };
     if (this.opts.labelSelector) all.labelSelector = this.opts.labelSelector;
     if (this.opts.fieldSelector) all.fieldSelector = this.opts.fieldSelector;
-    for (const k of Object.keys(all).sort()) p.set(k, all[k]);
+    // An empty value is left out, as client-go leaves out unset options (resourceVersion="" included).
+    for (const k of Object.keys(all).sort()) if (all[k] !== '') p.set(k, all[k]);
     return `${this.opts.path}?${p.toString()}`;
   }
 
+  private url(pathAndQuery: string): string {
+    return new URL(pathAndQuery, this.opts.client.server).toString();
+  }
+
+  /** client-go's `Failed to watch` line (utilruntime.HandleError through CoreDNS's klog adapter). */
+  private failedToWatch(err: string): void {
+    this.opts.log.error(`Failed to watch: ${err} logger="UnhandledError" reflector="${REFLECTOR_NAME}" type="${this.opts.type}"`);
+  }
+
+  private watchEndedWithError(err: string): void {
+    this.opts.log.info(`Warning: watch ended with error reflector="${REFLECTOR_NAME}" type="${this.opts.type}" err=${JSON.stringify(err)}`);
+  }
+
   private async run(): Promise<void> {
-    let needList = true;
+    let needSync = true;
     while (!this.stopped) {
+      let step = 'watch';
+      let lastUrl = '';
       try {
-        if (needList || this.resyncDue) {
+        let end: WatchEnd;
+        if (needSync || this.resyncDue) {
           this.resyncDue = false;
-          await this.list();
-          needList = false;
+          step = 'streaming list';
+          let streamed: WatchEnd | undefined;
+          if (this.opts.watchList !== false) {
+            const q = this.streamingQuery();
+            lastUrl = this.url(q);
+            streamed = await this.streamingList(q);
+          }
+          if (streamed === undefined) {
+            step = 'list';
+            await this.list((u) => { lastUrl = u; });
+            if (this.stopped) return;
+            step = 'watch';
+            const q = this.watchQuery();
+            lastUrl = this.url(q);
+            end = await this.watch(q, false);
+          } else {
+            end = streamed;
+          }
+        } else {
+          const q = this.watchQuery();
+          lastUrl = this.url(q);
+          end = await this.watch(q, false);
         }
-        const end = await this.watch();
         if (this.stopped || end === 'stopped') return;
+        if (end === 'unsynced') continue; // the stream ended before its bookmark: stream again
+        needSync = false;
         if (end === 'closed') continue;
-        if (end === 'resync') { needList = true; continue; }
-        if (end === 'expired') this.opts.log.info(`${this.opts.name}: watch expired (410), relisting`);
-        else if (end === 'short') this.opts.log.warning(`${this.opts.name}: very short watch, relisting`);
-        needList = true;
+        if (end === 'resync') { needSync = true; continue; }
+        if (end === 'short') {
+          this.watchEndedWithError(`very short watch: ${this.opts.name}: Unexpected watch close - watch lasted less than a second and no items received`);
+        } else if (end === 'failed') {
+          this.watchEndedWithError(this.watchError);
+        }
+        // 'expired' is quiet: a new sync from the last version (the server sends the state at or after it)
+        needSync = true;
       } catch (e) {
         if (this.stopped) return;
         this.watching = false;
-        const rewatchOnly = !needList && (isConnRefused(e) || (e instanceof HttpStatusError && e.status === 429));
-        if (!rewatchOnly) needList = true;
-        const what = needList ? 'Failed to list' : 'Failed to watch';
-        this.opts.log.warning(`${what} ${this.opts.name}: ${describe(e)}`);
+        if (isExpired(e)) {
+          // The version to resume from is gone: sync again at once from the current state.
+          this.lastRvUnavailable = true;
+          needSync = true;
+          continue;
+        }
+        if (!isRetriable(e)) {
+          // client-go ends this list-and-watch round with the error; the next one starts with a sync.
+          needSync = true;
+          this.failedToWatch(step === 'list' ? `failed to list ${this.opts.type}: ${goError(e, lastUrl)}` : goError(e, lastUrl));
+        }
       }
       if (this.stopped) return;
       await this.sleep(this.backoff.next());
     }
   }
 
-  private async list(): Promise<void> {
+  private streamingQuery(): string {
+    return this.query({
+      allowWatchBookmarks: 'true', resourceVersion: this.lastRvUnavailable ? '' : this.lastRv, resourceVersionMatch: 'NotOlderThan',
+      sendInitialEvents: 'true', ...watchTimeout(), watch: 'true',
+    });
+  }
+
+  private watchQuery(): string {
+    return this.query({ allowWatchBookmarks: 'true', resourceVersion: this.lastRv, ...watchTimeout(), watch: 'true' });
+  }
+
+  /**
+   * The streaming list; resolves when the stream (which became the watch) ends, or with undefined when the
+   * server refused it and a LIST must do instead. Connection refused, 429 and 410 reject (retried by run()).
+   */
+  private async streamingList(q: string): Promise<WatchEnd | undefined> {
+    try {
+      const end = await this.watch(q, true);
+      return end === 'nostream' ? undefined : end;
+    } catch (e) {
+      if (isRetriable(e) || isExpired(e) || !(e instanceof HttpStatusError)) throw e;
+      return undefined;
+    }
+  }
+
+  private async list(onUrl: (url: string) => void): Promise<void> {
     const items: RawObject[] = [];
     let cont = '';
-    let rv = '';
+    const rv = this.lastRvUnavailable ? '' : this.lastRv === '' ? '0' : this.lastRv;
+    // client-go's pager rules: pages of 500 unless listing from a given version, which the watch cache
+    // serves whole only without a limit; "0" keeps the limit because the cache ignores it there.
     let limit = this.opts.pageLimit ?? 500;
+    if (!this.paginatedResult && rv !== '' && rv !== '0') limit = 0;
+    let listRv = '';
+    let paged = false;
     for (;;) {
       const params: Record<string, string> = {};
       if (limit > 0) params.limit = String(limit);
       if (cont !== '') params.continue = cont;
+      // Pages after the first ride on the continue token, which holds the version.
+      else if (rv !== '') params.resourceVersion = rv;
       this.listAbort = { aborted: false };
       let body: ListBody;
+      const q = this.query(params);
+      onUrl(this.url(q));
       try {
-        body = await this.opts.client.getJSON<ListBody>(this.query(params), this.listAbort, cont !== '');
+        body = await this.opts.client.getJSON<ListBody>(q, this.listAbort, cont !== '');
       } catch (e) {
         if (e instanceof HttpStatusError && e.status === 410 && cont !== '') {
-          // expired continue token: list again without pagination
+          // expired continue token: list again without pagination (client-go's pager does the same)
           items.length = 0;
           cont = '';
           limit = 0;
@@ -207,28 +345,58 @@ export class Reflector {
       }
       if (this.stopped) return;
       for (const o of body.items ?? []) items.push(o);
-      rv = body.metadata?.resourceVersion ?? '';
+      listRv = body.metadata?.resourceVersion ?? '';
       cont = body.metadata?.continue ?? '';
       if (cont === '') break;
+      paged = true;
     }
+    if (rv === '0' && paged) this.paginatedResult = true;
+    this.lastRvUnavailable = false;
     this.h.replace(items);
-    this.lastRv = rv;
+    this.lastRv = listRv;
     this.lists++;
     this.synced = true;
   }
 
-  private async watch(): Promise<WatchEnd> {
-    const timeoutSeconds = 300 + Math.floor(Math.random() * 300);
-    const q = this.query({ allowWatchBookmarks: 'true', resourceVersion: this.lastRv, timeoutSeconds: String(timeoutSeconds), watch: 'true' });
+  private async watch(q: string, streaming: boolean): Promise<WatchEnd> {
     this.endReason = undefined;
     const s = await this.opts.client.open(q, true);
     if (this.stopped) { s.abort(); return 'stopped'; }
-    if (this.resyncDue) { s.abort(); return 'resync'; }
+    if (this.resyncDue && !streaming) { s.abort(); return 'resync'; }
     this.current = s;
     this.watching = true;
+    // The objects of a streaming list until its initial-events-end bookmark.
+    let initial: Map<string, RawObject> | undefined = streaming ? new Map() : undefined;
     const t0 = Date.now();
     let events = 0;
     let result: WatchEnd | undefined;
+    const apply = (ev: WatchEvent): WatchEnd | undefined => {
+      if (initial === undefined) return this.apply(ev);
+      const o = ev.object;
+      const key = `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+      switch (ev.type) {
+        case 'ADDED':
+        case 'MODIFIED':
+          initial.set(key, o);
+          return undefined;
+        case 'DELETED':
+          initial.delete(key);
+          return undefined;
+        case 'BOOKMARK':
+          if (o.metadata?.annotations?.[INITIAL_EVENTS_END] === 'true') {
+            this.lastRvUnavailable = false;
+            this.h.replace([...initial.values()]);
+            this.lastRv = o.metadata.resourceVersion ?? '';
+            this.lists++;
+            this.streamedLists++;
+            this.synced = true;
+            initial = undefined;
+          }
+          return undefined;
+        default:
+          return this.apply(ev);
+      }
+    };
     try {
       await new Promise<void>((resolve, reject) => {
         let buf = '';
@@ -249,7 +417,7 @@ export class Reflector {
               return;
             }
             events++;
-            const r = this.apply(ev);
+            const r = apply(ev);
             if (r !== undefined) {
               result = r;
               s.abort();
@@ -260,16 +428,25 @@ export class Reflector {
         });
         s.res.on('end', () => { resolve(); });
         s.res.on('close', () => { resolve(); });
-        s.res.on('error', (e) => {
-          if (this.endReason !== undefined) resolve();
-          else reject(e);
-        });
+        // A stream cut by the server going away ends the watch as a normal close does (client-go treats a
+        // probable EOF so); whether the next watch can be opened decides what follows.
+        s.res.on('error', () => { resolve(); });
       });
     } finally {
       this.current = undefined;
       this.watching = false;
     }
     if (this.endReason !== undefined) return this.endReason;
+    if (initial !== undefined) {
+      // Ended before the initial-events-end bookmark. An expired version: stream again at once from the
+      // current state. Anything else (an error event, a server that ignored sendInitialEvents and closed):
+      // a LIST instead, as client-go falls back.
+      if (result === 'expired') {
+        this.lastRvUnavailable = true;
+        return 'unsynced';
+      }
+      return 'nostream';
+    }
     if (result !== undefined) return result;
     if (events === 0 && Date.now() - t0 < 1000) return 'short';
     return 'closed';
@@ -291,8 +468,12 @@ export class Reflector {
       case 'ERROR': {
         const code = o.code ?? 0;
         if (code === 410) return 'expired';
-        this.opts.log.warning(`${this.opts.name}: watch error: ${o.message ?? JSON.stringify(o)}`);
-        return 'error';
+        if (code === 504 && (o.details?.causes ?? []).some((c) => c.reason === 'ResourceVersionTooLarge')) {
+          this.lastRvUnavailable = true;
+          return 'expired';
+        }
+        this.watchError = o.message ?? JSON.stringify(o);
+        return 'failed';
       }
       default:
         return undefined;
