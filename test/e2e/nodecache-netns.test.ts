@@ -273,3 +273,32 @@ test('node-cache, seed 004: resolv.conf names the cache\'s own 169.254.25.10; th
     await close(s);
   }
 });
+
+test('node-cache with native nftables (-firewall nft, a host without iptables) and IPv6 local IPs: rules, repair, teardown', { timeout: 60_000 }, async () => {
+  requireTools();
+  const node = new Netns('ncnft');
+  try {
+    const base = node.file('Corefile.base', '.:53 {\n    bind __PILLAR__LOCAL__DNS__\n    whoami\n}\n');
+    const nc = node.run(BIN, ['node-cache', '-localip', 'fd00:1:2:3::5,fd00:1:2:3::6', '-conf', `${node.dir}/Corefile`, '-basecorefile', base,
+      '-pidfile', `${node.dir}/pid`, '-firewall', 'nft', '-syncinterval=1ns', '-metrics-listen-address', '[::1]:19355']);
+    await nc.waitFor(/^CoreDNS-/);
+    assert.ok(nc.out.includes('[INFO] Using nft (table nodelocaldns) for the nodelocaldns rules (-firewall nft)'), nc.out.join('\n'));
+    const rules = (): string[] => node.exec('nft', ['-a', 'list', 'table', 'ip6', 'nodelocaldns']).stdout.split('\n').filter((l) => l.includes('NodeLocal DNS Cache'));
+    await eventually('24 nft rules', () => rules().length === 24, 10_000);
+    assert.ok(rules().some((l) => l.trim().startsWith('ip6 daddr fd00:1:2:3::5 udp dport 53 notrack comment "NodeLocal DNS Cache: skip conntrack"')), rules().join('\n'));
+    assert.ok(rules().some((l) => l.trim().startsWith('ip6 saddr fd00:1:2:3::6 tcp sport 53 accept comment "NodeLocal DNS Cache: allow DNS traffic"')), rules().join('\n'));
+    const r = digIn(node, 'fd00:1:2:3::6', 'whoami.example', 'A');
+    assert.equal(r.status, 'NOERROR', r.out);
+    // Repair: one rule deleted by handle comes back.
+    const victim = rules().find((l) => l.includes('ip6 daddr fd00:1:2:3::5 tcp dport 53 notrack'))!;
+    const handle = /# handle (\d+)/.exec(victim)![1]!;
+    assert.equal(node.exec('nft', ['delete', 'rule', 'ip6', 'nodelocaldns', 'prerouting_raw', 'handle', handle]).status, 0);
+    assert.equal(rules().length, 23);
+    await eventually('nft rule repaired', () => rules().length === 24, 5000);
+    assert.equal(await nc.stop(), 0);
+    assert.equal(node.exec('nft', ['list', 'table', 'ip6', 'nodelocaldns']).status, 1);
+    assert.equal(linkAddrs(node, 'nodelocaldns'), undefined);
+  } finally {
+    await node.close();
+  }
+});
