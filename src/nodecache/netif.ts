@@ -16,15 +16,15 @@ import { spawnSync } from 'node:child_process';
 
 export type LinkKind = 'dummy' | 'ifb' | 'lo';
 
-export interface IpResult { ok: boolean; stderr: string }
+export interface IpResult { ok: boolean; stdout: string; stderr: string }
 
 /** Runs `ip` synchronously (teardown runs in exit paths where nothing asynchronous completes). */
 export type IpRunner = (args: string[]) => IpResult;
 
 export const runIp: IpRunner = (args) => {
   const r = spawnSync('ip', args, { encoding: 'utf8', timeout: 10_000 });
-  if (r.error !== undefined) return { ok: false, stderr: r.error.message };
-  return { ok: r.status === 0, stderr: (r.stderr ?? '').trim() };
+  if (r.error !== undefined) return { ok: false, stdout: '', stderr: r.error.message };
+  return { ok: r.status === 0, stdout: r.stdout ?? '', stderr: (r.stderr ?? '').trim() };
 };
 
 export interface EnsureResult {
@@ -74,7 +74,6 @@ export class NetifManager {
     if (this.linkExists()) {
       this.kind ??= 'dummy';
       this.addAddresses(this.name, true);
-      this.ip(['link', 'set', 'dev', this.name, 'up']);
       return { existed: true };
     }
     const error = this.create();
@@ -82,8 +81,8 @@ export class NetifManager {
   }
 
   private hasLoAddress(cidr: string): boolean {
-    const r = spawnSync('ip', ['-j', 'addr', 'show', 'dev', 'lo'], { encoding: 'utf8', timeout: 10_000 });
-    if (r.status !== 0) return false;
+    const r = this.ip(['-j', 'addr', 'show', 'dev', 'lo']);
+    if (!r.ok) return false;
     const [addr, len] = cidr.split('/');
     const list = JSON.parse(r.stdout) as Array<{ addr_info?: Array<{ local: string; prefixlen: number }> }>;
     return list.some((l) => (l.addr_info ?? []).some((a) => a.local === addr && String(a.prefixlen) === len));
@@ -101,9 +100,8 @@ export class NetifManager {
           : `The kernel has no dummy interfaces (${tried.join('; ')}); using an ifb interface ${this.name} for the local IPs instead`);
       }
       this.kind = kind;
-      const error = this.addAddresses(this.name, false);
-      this.ip(['link', 'set', 'dev', this.name, 'up']);
-      return error;
+      // Left down, as node-cache leaves its dummy: the kernel makes the addresses local all the same.
+      return this.addAddresses(this.name, false);
     }
     this.info(`The kernel has neither dummy nor ifb interfaces (${tried.join('; ')}); putting the local IPs on lo instead`);
     this.kind = 'lo';

@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { BIN } from '../helpers/server.ts';
 import { Netns, available, digIn, type Proc } from '../netns/netns.ts';
+import { NetifManager, runIp, type IpRunner } from '../../src/nodecache/netif.ts';
 
 function requireTools(): void {
   assert.ok(available(), 'network namespaces unavailable: run as root with iproute2 installed');
@@ -298,6 +299,31 @@ test('node-cache with native nftables (-firewall nft, a host without iptables) a
     assert.equal(await nc.stop(), 0);
     assert.equal(node.exec('nft', ['list', 'table', 'ip6', 'nodelocaldns']).status, 1);
     assert.equal(linkAddrs(node, 'nodelocaldns'), undefined);
+  } finally {
+    await node.close();
+  }
+});
+
+test('interface fallback to lo when neither dummy nor ifb links can be made (the link types refused, everything else real)', { timeout: 30_000 }, async () => {
+  requireTools();
+  const node = new Netns('nclo');
+  try {
+    const lines: string[] = [];
+    // This kernel has ifb, so its refusal is simulated; every other `ip` call runs for real in the namespace.
+    const ip: IpRunner = (args) => (args.includes('type') && (args.includes('dummy') || args.includes('ifb'))
+      ? { ok: false, stdout: '', stderr: 'Error: Unknown device type.' }
+      : runIp(['-n', node.name, ...args]));
+    const m = new NetifManager('nodelocaldns', ['169.254.20.10', '10.96.0.10'], false, (l) => { lines.push(l); }, ip);
+    assert.deepEqual(m.ensure(), { existed: false });
+    assert.equal(m.kind, 'lo');
+    assert.match(lines.join('\n'), /The kernel has neither dummy nor ifb interfaces .*; putting the local IPs on lo instead/);
+    assert.deepEqual(linkAddrs(node, 'lo'), ['127.0.0.1/8', '169.254.20.10/32', '10.96.0.10/32']);
+    // The check re-adds a removed address and reports the addresses as present.
+    spawnSync('ip', ['-n', node.name, 'addr', 'del', '10.96.0.10/32', 'dev', 'lo']);
+    assert.deepEqual(m.ensure(), { existed: true });
+    assert.deepEqual(linkAddrs(node, 'lo'), ['127.0.0.1/8', '169.254.20.10/32', '10.96.0.10/32']);
+    assert.equal(m.remove(), undefined);
+    assert.deepEqual(linkAddrs(node, 'lo'), ['127.0.0.1/8']);
   } finally {
     await node.close();
   }
