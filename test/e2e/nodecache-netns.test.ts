@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { BIN } from '../helpers/server.ts';
 import { Netns, available, digIn, type Proc } from '../netns/netns.ts';
 import { NetifManager, runIp, type IpRunner } from '../../src/nodecache/netif.ts';
@@ -99,6 +99,13 @@ async function setup(label: string): Promise<Setup> {
         ttl 1
     }
 }
+corp.example:53 {
+    bind 10.10.0.2
+    log
+    hosts {
+        10.1.2.3 db.corp.example
+    }
+}
 .:53 {
     bind 10.10.0.3
     log
@@ -188,6 +195,34 @@ test('node-cache: interface, rules, answers on both IPs, TCP to the cluster DNS,
     assert.deepEqual(ourRules(s.node), []);
     assert.equal(linkAddrs(s.node, 'nodelocaldns'), undefined);
     assert.ok(!existsSync(`${s.dir}/node-cache.pid`));
+  } finally {
+    await close(s);
+  }
+});
+
+test('node-cache: a stub domain added to the kube-dns ConfigMap is written and served after the 10 s poll (-reloadwithsignal)', { timeout: 90_000 }, async () => {
+  requireTools();
+  const s = await setup('ncstub');
+  try {
+    const cm = `${s.dir}/kube-dns`;
+    mkdirSync(cm);
+    const nc = nodeCache(s, ['-kubednscm', cm, '-reloadwithsignal']);
+    await nc.waitFor(/^CoreDNS-/);
+    assert.notEqual(digIn(s.node, LINK_LOCAL, 'db.corp.example').status, 'NOERROR'); // the resolv.conf server does not know it
+    writeFileSync(`${cm}/stubDomains`, '{"corp.example": ["10.10.0.2"]}');
+    const t0 = Date.now();
+    await nc.waitFor(/Updated Corefile with 1 custom stubdomains and upstream servers \/etc\/resolv\.conf/, 15_000);
+    await nc.waitFor(/SIGUSR1: Reloading/, 5000);
+    let r = digIn(s.node, LINK_LOCAL, 'db.corp.example');
+    for (let i = 0; i < 30 && r.status !== 'NOERROR'; i++) {
+      await new Promise((res) => setTimeout(res, 100));
+      r = digIn(s.node, LINK_LOCAL, 'db.corp.example');
+    }
+    assert.equal(r.status, 'NOERROR', r.out);
+    assert.match(r.out, /db\.corp\.example\.\s+\d+\s+IN\s+A\s+10\.1\.2\.3/);
+    process.stdout.write(`# stub domain served ${Date.now() - t0} ms after the ConfigMap changed\n`);
+    assert.ok(readFileSync(`${s.dir}/Corefile`, 'utf8').endsWith(`\ncorp.example:53 {\n    errors\n    cache 30\n    bind ${LINK_LOCAL} ${KUBE_DNS_VIP}\n    forward . 10.10.0.2\n}\n`));
+    assert.equal(await nc.stop(), 0);
   } finally {
     await close(s);
   }
