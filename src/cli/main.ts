@@ -11,7 +11,6 @@ import { runPrimary } from './workers.ts';
 import { runDoctor } from './doctor.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import { COREDNS_FLAGS, fatalStartup, goLogTime, runProcessExitHooks, serve } from './serve.ts';
-import { runNodeCache } from './nodecache.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 
@@ -33,6 +32,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(PANIC_EXIT_STATUS);
   });
   if (argv[0] === 'node-cache') {
+    // Loaded only for this subcommand: plain nodens starts without node-cache's modules.
+    const { runNodeCache } = await import('./nodecache.ts');
     await runNodeCache(argv.slice(1));
     return;
   }
