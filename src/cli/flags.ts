@@ -4,10 +4,12 @@
 // in messages as Go's %q quotes them.
 
 import { goQuote } from '../corefile/address.ts';
+import { parseDuration } from '../plugin/pkg/duration.ts';
 
 export interface FlagSpec {
   name: string;
-  kind: 'string' | 'bool';
+  /** `duration`: a Go time.Duration flag (the value must parse as one; kept as written). */
+  kind: 'string' | 'bool' | 'duration';
   usage: string;
   default: string;
   /** Shown in usage as: -name string */
@@ -66,6 +68,9 @@ export function parseFlags(specs: FlagSpec[], argv: string[]): ParsedFlags {
         if (i >= argv.length) throw new FlagError(`flag needs an argument: -${name}`);
         value = argv[i++]!;
       }
+      if (spec.kind === 'duration') {
+        try { parseDuration(value); } catch { throw new FlagError(`invalid value ${goQuote(value)} for flag -${name}: parse error`); }
+      }
       values.set(target, value);
     }
   }
@@ -82,9 +87,11 @@ function parseGoBool(v: string): boolean | undefined {
 export function usage(program: string, specs: FlagSpec[]): string {
   const lines = [`Usage of ${program}:`];
   for (const s of [...specs].sort((a, b) => a.name.localeCompare(b.name))) {
-    lines.push(`  -${s.name}${s.kind === 'string' ? ' string' : ''}`);
+    lines.push(`  -${s.name}${s.kind === 'bool' ? '' : ' ' + s.kind}`);
     let u = `    \t${s.usage}`;
     if (s.kind === 'string' && s.default !== '') u += ` (default ${goQuote(s.default)})`;
+    if (s.kind === 'duration' && s.default !== '0s') u += ` (default ${s.default})`;
+    if (s.kind === 'bool' && s.default === 'true') u += ' (default true)';
     lines.push(u);
   }
   return lines.join('\n') + '\n';

@@ -1,44 +1,26 @@
 // The `nodens` command: CoreDNS's flags, startup output, signals and exit
-// statuses. The only module that ends the process.
+// statuses. The only module that ends the process. `nodens doctor` and
+// `nodens node-cache` are subcommands.
 
-import { writeFileSync, unlinkSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
 import { createRegistry } from '../index.ts';
-import { Runtime } from '../core/runtime.ts';
-import { loadCorefile } from '../core/loader.ts';
-import { jsonRecord, log } from '../core/log.ts';
 import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
-import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
+import { runPrimary } from './workers.ts';
 import { runDoctor } from './doctor.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
+import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat, versionText } from './serve.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
-  { name: 'conf', kind: 'string', default: '', usage: 'Corefile to load (default "Corefile")' },
-  { name: 'log-format', kind: 'string', default: 'text', usage: 'Log format (text or json)' },
-  { name: 'dns.port', kind: 'string', default: '53', usage: 'Default port' },
-  { name: 'p', kind: 'string', default: '53', usage: 'Default port', aliasOf: 'dns.port' },
-  { name: 'pidfile', kind: 'string', default: '', usage: 'Path to write pid file' },
-  { name: 'plugins', kind: 'bool', default: 'false', usage: 'List installed plugins' },
-  { name: 'quiet', kind: 'bool', default: 'false', usage: 'Quiet mode (no initialization output)' },
-  { name: 'version', kind: 'bool', default: 'false', usage: 'Show version' },
+  ...COREDNS_FLAGS,
   { name: 'workers', kind: 'string', default: '1', usage: 'nodens: serve with N worker processes (0 = one per CPU)' },
 ];
 
 function out(s: string): void { writeSync(1, s); }
 function err(s: string): void { writeSync(2, s); }
-
-/**
- * A startup failure: message on stderr, exit 1 (CoreDNS's mustLogFatal). `goTimestamp`: Go's
- * logger still had its default date prefix (before the log flags were set); a JSON record has its own time.
- */
-function fatalStartup(message: string, goTimestamp = false): never {
-  if (log.json) err(jsonRecord('FATAL', message) + '\n');
-  else err((goTimestamp ? goLogTime() + ' ' : '') + message + '\n');
-  process.exit(1);
-}
 
 export async function main(argv: string[]): Promise<void> {
   if (argv[0] === 'doctor') process.exit(runDoctor(argv.slice(1)));
@@ -46,8 +28,15 @@ export async function main(argv: string[]): Promise<void> {
   // ends the process as an unrecovered Go panic ends CoreDNS: its report on stderr, exit status 2.
   process.on('uncaughtException', (e) => {
     err(goPanicText(e));
+    runProcessExitHooks();
     process.exit(PANIC_EXIT_STATUS);
   });
+  if (argv[0] === 'node-cache') {
+    // Loaded only for this subcommand: plain nodens starts without node-cache's modules.
+    const { runNodeCache } = await import('./nodecache.ts');
+    await runNodeCache(argv.slice(1));
+    return;
+  }
   let parsed;
   try {
     parsed = parseFlags(FLAGS, argv);
@@ -61,12 +50,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(2);
   }
   const flag = (n: string): string => parsed.values.get(n) ?? '';
-  const logFormat = flag('log-format');
-  if (logFormat !== 'text') {
-    if (logFormat !== 'json') fatalStartup(`unknown log format ${goQuote(logFormat)}: expected text or json`, true);
-    // Every line from here on is a JSON record, as CoreDNS configures its logger before anything else.
-    log.json = true;
-  }
+  setLogFormat(flag('log-format'));
   // Go's logger still has its default timestamp at this point, so CoreDNS prints one here.
   if (parsed.rest.length > 0) fatalStartup(`extra command line arguments: [${parsed.rest.join(' ')}]`, true);
 
@@ -80,58 +64,13 @@ export async function main(argv: string[]): Promise<void> {
     process.exit(0);
   }
 
-  const port = flag('dns.port');
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
   if (workers > 1 && cluster.isPrimary) {
     await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
     return;
   }
-  const quiet = flag('quiet') === 'true';
-  let input;
-  try {
-    input = loadCorefile(flag('conf'), port);
-  } catch (e) {
-    fatalStartup((e as Error).message);
-  }
-
-  // The server logs through the CLI's logger, and a [FATAL] line ends the process with status 1, as in CoreDNS.
-  log.onFatal = () => { process.exit(1); };
-  // Signals are handled from here on, as CoreDNS installs its traps before starting.
-  const running = installSignals(flag('conf'), port, pidfile);
-  let runtime: Runtime;
-  try {
-    runtime = await Runtime.start({
-      corefile: input.contents, file: input.file, defaultPort: port, registry,
-      source: () => loadCorefile(flag('conf'), port), logger: log,
-    });
-  } catch (e) {
-    fatalStartup(e instanceof Error ? e.message : String(e));
-  }
-
-  if (!quiet && printsZoneLines()) {
-    // JSON: one INFO record per server (listen address) with its zone lines, as CoreDNS's printStartup.
-    if (log.json) for (const g of runtime.instance.bannerGroups()) log.info(g.join('\n'));
-    else out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
-  }
-  if (pidfile !== '' && !cluster.isWorker) {
-    try {
-      writeFileSync(pidfile, `${process.pid}\n`, { mode: 0o644 });
-    } catch (e) {
-      log.std(`[ERROR] Could not write pidfile: ${(e as Error).message}`);
-    }
-  }
-  await runtime.announceStart();
-  if (!quiet && printsVersionLines()) out(versionText());
-  reportWorkerReady();
-
-  running.set(runtime);
-}
-
-/** The banner's version lines: plain, or with -log-format json one INFO record holding both. */
-function versionText(): string {
-  const text = versionLines().join('\n');
-  return (log.json ? jsonRecord('INFO', text) : text) + '\n';
+  await serve({ conf: flag('conf'), port: flag('dns.port'), pidfile, quiet: flag('quiet') === 'true', registry });
 }
 
 /** -workers N: 0 means one per CPU. */
@@ -139,82 +78,6 @@ function parseWorkers(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${goQuote(v)}`);
   return n === 0 ? availableParallelism() : n;
-}
-
-/** `2006/01/02 15:04:05` in local time, Go's default log prefix. */
-function goLogTime(): string {
-  const d = new Date();
-  const p = (n: number): string => String(n).padStart(2, '0');
-  return `${d.getFullYear()}/${p(d.getMonth() + 1)}/${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
-}
-
-function removePidfile(pidfile: string): void {
-  if (pidfile === '') return;
-  try { unlinkSync(pidfile); } catch { /* already gone */ }
-}
-
-/** Install CoreDNS's signal handling; `set` hands over the runtime once it has started. */
-function installSignals(conf: string, port: string, pidfile: string): { set(r: Runtime): void } {
-  let runtime: Runtime | undefined;
-  let pending: NodeJS.Signals | undefined;
-  // A stop signal during start-up is remembered and carried out once the server runs.
-  const deferred = (signal: NodeJS.Signals): boolean => {
-    if (runtime !== undefined) return false;
-    pending = signal;
-    return true;
-  };
-  let interrupted = false;
-  process.on('SIGINT', () => {
-    if (deferred('SIGINT')) return;
-    if (interrupted) {
-      log.std('[INFO] SIGINT: Force quit');
-      removePidfile(pidfile);
-      process.exit(2);
-    }
-    interrupted = true;
-    log.std('[INFO] SIGINT: Shutting down');
-    removePidfile(pidfile);
-    void runtime!.stop().then((errors) => {
-      for (const e of errors) log.std(`[ERROR] SIGINT shutdown: ${e.message}`);
-      process.exit(errors.length > 0 ? 4 : 0);
-    });
-  });
-  process.on('SIGTERM', () => {
-    if (deferred('SIGTERM')) return;
-    log.std('[INFO] SIGTERM: Shutting down servers then terminating');
-    void runtime!.stop().then((errors) => {
-      for (const e of errors) log.std(`[ERROR] SIGTERM shutdown: ${e.message}`);
-      removePidfile(pidfile);
-      process.exit(errors.length > 0 ? 4 : 0);
-    });
-  });
-  process.on('SIGQUIT', () => {
-    log.std('[INFO] SIGQUIT: Quitting process immediately');
-    removePidfile(pidfile);
-    process.exit(0);
-  });
-  process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
-  process.on('SIGUSR1', () => {
-    if (runtime === undefined) return;
-    log.std('[INFO] SIGUSR1: Reloading');
-    let input;
-    try {
-      input = loadCorefile(conf, port);
-    } catch (e) {
-      log.std(`[ERROR] SIGUSR1: loading updated Caddyfile: ${(e as Error).message}`);
-      return;
-    }
-    void runtime.reload(input.contents, input.file).then((e) => {
-      if (e !== undefined) log.std(`[ERROR] SIGUSR1: starting with listener file descriptors: ${e.message}`);
-    });
-  });
-  return {
-    set(r: Runtime) {
-      runtime = r;
-      // A stop signal that came during start-up is carried out now.
-      if (pending !== undefined) process.emit(pending, pending);
-    },
-  };
 }
 
 await main(process.argv.slice(2));

@@ -32,8 +32,11 @@ function durationMs(c: SetupContext, v: string, zeroOk: boolean): number {
   return ms;
 }
 
-/** Reads the block's `loop` directive (once per block). */
-export function parse(c: SetupContext): LoopOptions {
+/**
+ * Reads the block's `loop` directive (once per block). `plainIsGuard`: a plain `loop` means `loop { }`
+ * (nodens node-cache, where the guard is on for the Corefile node-cache writes).
+ */
+export function parse(c: SetupContext, plainIsGuard = false): LoopOptions {
   const d = c.dispenser;
   let i = 0;
   let guard: GuardOptions | undefined;
@@ -74,33 +77,40 @@ export function parse(c: SetupContext): LoopOptions {
     }
     if (!block && d.val() === '}') block = true; // `loop {}`
     if (!block && d.nextArg()) throw d.argErr();
-    if (block) guard = g;
+    if (block || plainIsGuard) guard = g;
   }
   return { guard };
 }
 
-export const plugin: PluginDefinition = {
-  name: 'loop',
-  setup(c) {
-    const { guard } = parse(c);
-    const cfg = c.config;
-    if (guard === undefined) {
-      const l = new Loop(cfg.zones[0] ?? '.', c.log);
-      c.addPlugin((next) => { l.next = next; return l; });
-      let stopped = false;
-      c.onStartup(() => {
-        // A background task, as CoreDNS's goroutine: the sockets open after this hook returns.
-        const addr = joinHostPort(cfg.listenHosts[0] ?? '', cfg.port);
-        void l.probeLoop(addr, () => stopped);
-      });
-      c.onShutdown(() => { stopped = true; });
-      return;
-    }
-    const lineage = c.instance.lineage;
-    const g = new LoopGuard(cfg, guard, c.log, lineage.store('loop/secret', serverSecret),
-      lineage.store('loop/probes', (): PendingProbes => new Map()), loopMetrics(c.instance.metrics));
-    c.addPlugin((next) => { g.next = next; return g; });
-    c.onInstanceStartup(() => { g.start(c.instance.blockConfigs()); });
-    c.onShutdown(() => { g.stop(); });
-  },
-};
+/** The plugin; with `plainIsGuard` a plain `loop` runs the guard with its defaults (node-cache mode). */
+export function loopPlugin(plainIsGuard: boolean): PluginDefinition {
+  return {
+    name: 'loop',
+    setup(c) { setup(c, plainIsGuard); },
+  };
+}
+
+export const plugin: PluginDefinition = loopPlugin(false);
+
+function setup(c: SetupContext, plainIsGuard: boolean): void {
+  const { guard } = parse(c, plainIsGuard);
+  const cfg = c.config;
+  if (guard === undefined) {
+    const l = new Loop(cfg.zones[0] ?? '.', c.log);
+    c.addPlugin((next) => { l.next = next; return l; });
+    let stopped = false;
+    c.onStartup(() => {
+      // A background task, as CoreDNS's goroutine: the sockets open after this hook returns.
+      const addr = joinHostPort(cfg.listenHosts[0] ?? '', cfg.port);
+      void l.probeLoop(addr, () => stopped);
+    });
+    c.onShutdown(() => { stopped = true; });
+    return;
+  }
+  const lineage = c.instance.lineage;
+  const g = new LoopGuard(cfg, guard, c.log, lineage.store('loop/secret', serverSecret),
+    lineage.store('loop/probes', (): PendingProbes => new Map()), loopMetrics(c.instance.metrics));
+  c.addPlugin((next) => { g.next = next; return g; });
+  c.onInstanceStartup(() => { g.start(c.instance.blockConfigs()); });
+  c.onShutdown(() => { g.stop(); });
+}
