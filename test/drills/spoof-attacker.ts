@@ -26,7 +26,7 @@ function query(name: string, id: number): Buffer {
 function firstA(buf: Buffer): string {
   const m = dnsPacket.decode(buf);
   const a = m.answers?.find((r) => r.type === 'A');
-  return a === undefined ? `rcode ${m.rcode}` : String(a.data);
+  return a === undefined || a.type !== 'A' ? `rcode ${buf[3]! & 0xf}` : a.data;
 }
 
 const timeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => Promise.race([
