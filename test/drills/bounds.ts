@@ -14,7 +14,7 @@ import net from 'node:net';
 import { execFile } from 'node:child_process';
 import { freePort } from '../helpers/server.ts';
 import { arg, machine, referenceCoreDNS, requireTools, table } from './common.ts';
-import { startServer, type Running } from './servers.ts';
+import { startServer } from './servers.ts';
 import { probe, query, type ProbeResult } from './udp-probe.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -233,7 +233,6 @@ export async function boundsDrill(opts: { conns: number; seconds: number }): Pro
   out.push(table(['server', 'log lines', 'name in the log line', 'errors lines', 'name in the errors line'],
     logs.map((l, i) => [i === 0 ? 'nodens' : 'CoreDNS 1.15.0', l.logLines.length, loggedName(l.logLines[0]), l.errorLines.length, loggedName(l.errorLines[0])])));
   const [ln, lc] = logs as [typeof logs[0], typeof logs[0]];
-  // eslint-disable-next-line no-control-regex
   const raw = [...ln.logLines, ...ln.errorLines].filter((l) => /[\x00-\x1f\x7f-\xff]/.test(l));
   if (raw.length > 0) failures.push(`nodens logged raw control or non-ASCII bytes: ${JSON.stringify(raw)}`);
   if (ln.logLines.length !== 1 || loggedName(ln.logLines[0]) !== loggedName(lc.logLines[0])) failures.push(`log line: nodens ${JSON.stringify(ln.logLines)}, CoreDNS ${JSON.stringify(lc.logLines)}`);
