@@ -11,9 +11,10 @@
 
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { freePort } from '../helpers/server.ts';
-import { arg, machine, referenceCoreDNS, requireTools, table } from './common.ts';
+import { DRILLS, arg, machine, referenceCoreDNS, requireTools, table } from './common.ts';
 import { startServer } from './servers.ts';
 import { probe, query, type ProbeResult } from './udp-probe.ts';
 
@@ -21,32 +22,20 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 // ------------------------------------------------------------------ 1. TCP flood vs UDP
 
-interface Flood { held(): number; opened: number; stop(): void }
-
-/** `n` TCP connections, half idle, half sending one byte every 500 ms; each reopened when the server closes it. */
-function tcpFlood(port: number, n: number): Flood {
-  let stopped = false;
-  const open = new Set<net.Socket>();
-  const f: Flood = { held: () => open.size, opened: 0, stop() { stopped = true; for (const s of open) s.destroy(); } };
-  const one = (slow: boolean): void => {
-    if (stopped) return;
-    f.opened++;
-    const s = net.connect({ port, host: '127.0.0.1' });
-    let timer: NodeJS.Timeout | undefined;
-    s.on('connect', () => {
-      open.add(s);
-      if (slow) timer = setInterval(() => { s.write(Buffer.from([0])); }, 500);
+/** The flood (test/drills/tcp-flood.ts) in its own process, for `seconds` once it holds its connections. */
+async function tcpFlood(port: number, n: number, seconds: number): Promise<{ holding: Promise<void>; done: Promise<{ held: number; opened: number }> }> {
+  const p = spawn(process.execPath, [join(DRILLS, 'tcp-flood.ts'), String(port), String(n), String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  let onHolding!: () => void;
+  const holding = new Promise<void>((r) => { onHolding = r; });
+  p.stdout.on('data', (c: Buffer) => { out += c.toString(); if (out.includes('holding\n')) onHolding(); });
+  const done = new Promise<{ held: number; opened: number }>((resolve, reject) => {
+    p.on('exit', () => {
+      const line = out.split('\n').find((l) => l.startsWith('{'));
+      if (line === undefined) reject(new Error(`tcp-flood.ts: ${out}`)); else resolve(JSON.parse(line) as { held: number; opened: number });
     });
-    s.on('error', () => { /* refused or reset: close follows */ });
-    s.on('close', () => {
-      open.delete(s);
-      clearInterval(timer);
-      if (!stopped) setTimeout(() => { one(slow); }, 50);
-    });
-  };
-  // In batches: the accept queue is not what is drilled here.
-  for (let i = 0; i < n; i++) setTimeout(() => { one(i % 2 === 1); }, Math.floor(i / 200) * 20);
-  return f;
+  });
+  return { holding, done };
 }
 
 function tcpQuery(port: number, id: number, ms = 2000): Promise<boolean> {
@@ -70,20 +59,16 @@ async function floodDrill(name: string, bin: string, conns: number, seconds: num
     await probe(port, 'warm.drill.test', 500, 500);
     const alone = await probe(port, 'a.drill.test', 1000, seconds * 1000);
     const rssAlone = s.rssKiB();
-    const flood = tcpFlood(port, conns);
-    const t0 = Date.now();
-    while (flood.held() < conns * 0.95 && Date.now() - t0 < 5000) await sleep(50);
+    const flood = await tcpFlood(port, conns, seconds + 1);
+    await flood.holding;
     let tcpOk = 0;
     const tcpTried = 20;
     const tcp = (async () => { for (let i = 0; i < tcpTried; i++) { if (await tcpQuery(port, 40000 + i)) tcpOk++; await sleep((seconds * 1000) / tcpTried); } })();
-    let held = flood.held();
-    const sampler = setInterval(() => { held = Math.min(held, flood.held()); }, 100);
     const flooded = await probe(port, 'b.drill.test', 1000, seconds * 1000);
-    clearInterval(sampler);
     const rssFlood = s.rssKiB();
     await tcp;
-    flood.stop();
-    return { server: name, alone, flooded, held, opened: flood.opened, tcpOk, tcpTried, rssAlone, rssFlood };
+    const { held, opened } = await flood.done;
+    return { server: name, alone, flooded, held, opened, tcpOk, tcpTried, rssAlone, rssFlood };
   } finally {
     await s.stop();
   }
