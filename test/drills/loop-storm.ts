@@ -3,15 +3,14 @@
 // while a healthy zone of the same server is under load. In a network namespace;
 // nft counters count the packets that travel the loops (server to itself, server to
 // its ring partner and back), so the cost of a looping query is measured, not
-// inferred (the servers' upstream queries leave from 127.0.0.1; everything on lo but the
-// clients' traffic is counted). The healthy zone's load runs alone first, then with the storm, in the
+// inferred (DNS to and from port 53 of the two servers, not from or to the clients). The healthy zone's load runs alone first, then with the storm, in the
 // same run, with dnsperf at a fixed rate (and, with --max, flat out).
 //
 //   S 127.0.0.11: loop.test -> forward to itself; ring.test -> forward to B; healthy.test: file
 //   B 127.0.0.12: ring.test -> forward to S
 //   storm from 127.0.0.100, healthy load from 127.0.0.101
 //
-// usage: node test/drills/loop-storm.ts [--storm-qps N] [--healthy-qps N] [--seconds S] [--max]
+// usage: node test/drills/loop-storm.ts [--storm-qps N] [--healthy-qps N] [--seconds S] [--max] [--only loop|ring]
 // Exit status 1 when the healthy zone keeps less than 90% of what it answered alone, or a
 // looping query costs more than 3 packets on the loops.
 
@@ -52,17 +51,20 @@ function counters(ns: Netns): Record<string, number> {
 
 export interface StormResult { rows: Array<Array<string | number>>; failures: string[] }
 
-export async function loopStormDrill(opts: { stormQps: number; healthyQps: number; seconds: number; max: boolean }): Promise<StormResult> {
+export async function loopStormDrill(opts: { stormQps: number; healthyQps: number; seconds: number; max: boolean; only: string }): Promise<StormResult> {
   requireTools('ip', 'nft', 'dnsperf', 'dig');
   const ns = new Netns('storm');
   try {
     const nft = (...a: string[]): void => { const r = ns.exec('nft', a); if (r.status !== 0) throw new Error(`nft ${a.join(' ')}: ${r.stdout}`); };
     nft('add', 'table', 'ip', 'drill');
-    // Everything on lo except the clients' own traffic: the servers' upstream queries (they leave from
-    // 127.0.0.1), their replies, and the guard's probes.
+    // DNS between the servers, never the clients' own traffic: upstream queries (they leave from 127.0.0.1) to
+    // port 53 of S or B, replies from it, the guard's probes; over UDP and TCP.
     nft('add', 'counter', 'ip', 'drill', 'loops');
     nft('add', 'chain', 'ip', 'drill', 'out', '{ type filter hook output priority 0; }');
-    nft('add', 'rule', 'ip', 'drill', 'out', 'ip', 'saddr', '!=', '{ 127.0.0.100, 127.0.0.101 }', 'ip', 'daddr', '!=', '{ 127.0.0.100, 127.0.0.101 }', 'counter', 'name', 'loops');
+    for (const proto of ['udp', 'tcp']) {
+      nft('add', 'rule', 'ip', 'drill', 'out', 'ip', 'daddr', '{ 127.0.0.11, 127.0.0.12 }', 'ip', 'saddr', '!=', '{ 127.0.0.100, 127.0.0.101 }', proto, 'dport', '53', 'counter', 'name', 'loops');
+      nft('add', 'rule', 'ip', 'drill', 'out', 'ip', 'saddr', '{ 127.0.0.11, 127.0.0.12 }', 'ip', 'daddr', '!=', '{ 127.0.0.100, 127.0.0.101 }', proto, 'sport', '53', 'counter', 'name', 'loops');
+    }
 
     const zone = ['$ORIGIN healthy.test.', '@ 3600 IN SOA ns.healthy.test. host.healthy.test. 1 7200 3600 1209600 3600', '@ 3600 IN NS ns', 'ns 3600 IN A 192.0.2.53'];
     for (let i = 0; i < 100; i++) zone.push(`h${i} 3600 IN A 192.0.2.${i + 1}`);
@@ -70,7 +72,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
     ns.file('healthy.txt', Array.from({ length: 100 }, (_, i) => `h${i}.healthy.test A`).join('\n') + '\n');
     // Every looping query a new name: neither cache nor coalescing can absorb the storm.
     const total = opts.stormQps * opts.seconds + 1000;
-    ns.file('storm.txt', Array.from({ length: total }, (_, i) => `s${i}.${i % 2 === 0 ? 'loop' : 'ring'}.test A`).join('\n') + '\n');
+    ns.file('storm.txt', Array.from({ length: total }, (_, i) => `s${i}.${opts.only !== '' ? opts.only : i % 2 === 0 ? 'loop' : 'ring'}.test A`).join('\n') + '\n');
 
     const S = ns.nodens(`loop.test:53 {\n    bind 127.0.0.11\n    loop {\n    }\n    forward . 127.0.0.11:53\n}\n`
       + `ring.test:53 {\n    bind 127.0.0.11\n    loop {\n    }\n    forward . 127.0.0.12:53\n}\n`
@@ -110,10 +112,11 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
 }
 
 if (import.meta.main) {
-  const opts = { stormQps: arg('storm-qps', 10000), healthyQps: arg('healthy-qps', 5000), seconds: arg('seconds', 3), max: process.argv.includes('--max') };
+  const opts = { stormQps: arg('storm-qps', 10000), healthyQps: arg('healthy-qps', 5000), seconds: arg('seconds', 3), max: process.argv.includes('--max'),
+    only: process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '' };
   const t0 = Date.now();
   const r = await loopStormDrill(opts);
-  process.stdout.write(`loop-storm drill: ${opts.stormQps} looping q/s (self-loop and ring of two, new name each) for ${opts.seconds} s against a healthy zone's load (${machine()})\n`);
+  process.stdout.write(`loop-storm drill: ${opts.stormQps} looping q/s (${opts.only === '' ? 'self-loop and ring of two' : opts.only === 'loop' ? 'self-loop only' : 'ring of two only'}, new name each) for ${opts.seconds} s against a healthy zone's load (${machine()})\n`);
   process.stdout.write(table(['healthy load', 'loop packets before (detection, probes)', 'healthy q/s alone', 'avg ms alone', 'healthy q/s in storm', 'avg ms in storm', 'kept', 'looping queries sent', 'looping q/s', 'looping answers', 'packets on the loops', 'packets per looping query'], r.rows) + '\n');
   process.stdout.write(`took ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   for (const f of r.failures) process.stdout.write(`FAIL: ${f}\n`);
