@@ -87,6 +87,8 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
     const rates = opts.max ? [opts.healthyQps, 0] : [opts.healthyQps];
     for (const rate of rates) {
       const label = rate > 0 ? `${rate} q/s offered` : 'flat out';
+      // Warm-up (JIT, zone lookups) so that "alone" is not measured on a cold server.
+      await dnsperf(ns, '127.0.0.101', `${ns.dir}/healthy.txt`, rate, 1);
       const alone = await dnsperf(ns, '127.0.0.101', `${ns.dir}/healthy.txt`, rate, opts.seconds);
       const c0 = counters(ns);
       const [withStorm, storm] = await Promise.all([
