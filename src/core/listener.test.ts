@@ -676,3 +676,60 @@ test('a UDP write discipline (ServeTable.udpWriter) gets every UDP reply; made a
     await l.close();
   }
 });
+
+describe('TCP bounds (nodens: a connection cap, and reading paused while too much waits)', { timeout: 20000 }, () => {
+  test('connections beyond tcpMaxConnections are closed at accept; the ones open keep being served', async () => {
+    const l = new DnsListener('127.0.0.1', 0, makeTable({ '.': echo('root') }), { tcpMaxConnections: 3 });
+    await l.listen();
+    const clients: TcpClient[] = [];
+    try {
+      for (let i = 0; i < 3; i++) clients.push(await TcpClient.connect(l.port));
+      await sleep(50);
+      const extra = await TcpClient.connect(l.port);
+      clients.push(extra);
+      assert.equal(await extra.waitClosed(2000), true, 'the fourth connection is closed');
+      await clients[0]!.write(frame(q('kept.example.', 7)));
+      assert.equal((await clients[0]!.waitFor(1))[0]!.id, 7);
+      clients[1]!.destroy();
+      await sleep(50);
+      const again = await TcpClient.connect(l.port);
+      clients.push(again);
+      await again.write(frame(q('again.example.', 8)));
+      assert.equal((await again.waitFor(1))[0]!.id, 8, 'a slot freed is taken again');
+    } finally {
+      for (const c of clients) c.destroy();
+      await l.close(100);
+    }
+  });
+
+  test('2 MB pipelined behind a slow query: reading pauses, every query is answered in order once it finishes', async () => {
+    const g = gate();
+    let answered = 0;
+    const l = new DnsListener('127.0.0.1', 0, makeTable({
+      '.': { name: 'count', serveDNS(req, w) { answered++; w.writeMsg(txtReply(req, 'x')); return 0; } },
+      'slow.test.': { name: 'slow', async serveDNS(req, w) { await g.wait; w.writeMsg(txtReply(req, 'slow')); return 0; } },
+    }));
+    await l.listen();
+    const c = await TcpClient.connect(l.port);
+    try {
+      await c.write(frame(q('first.slow.test.', 1)));
+      const one = frame(q('p.example.', 2));
+      const n = Math.ceil(2_000_000 / one.length);
+      void c.write(Buffer.concat(Array.from({ length: n }, () => one)));
+      await sleep(300);
+      assert.equal(answered, 0, 'nothing behind the slow query is served before it');
+      // The server stopped reading: what it took from the kernel is about one largest message and a chunk.
+      const conns = (l as unknown as { conns: Set<{ socket: net.Socket }> }).conns;
+      const read = [...conns][0]!.socket.bytesRead;
+      assert.ok(read < 300_000, `server read ${read} of ${n * one.length} bytes while the slow query was in flight`);
+      g.open();
+      const rs = await c.waitFor(n + 1, 15000);
+      assert.equal(rs.length, n + 1);
+      assert.equal(rs[0]!.id, 1);
+      assert.ok(rs.slice(1).every((r) => r.id === 2));
+    } finally {
+      c.destroy();
+      await l.close(100);
+    }
+  });
+});

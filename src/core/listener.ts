@@ -24,6 +24,16 @@ import { plainAddress } from '../wire/ip.ts';
 export const TCP_READ_TIMEOUT_MS = 3000;
 export const TCP_IDLE_TIMEOUT_MS = 10000;
 export const TCP_WRITE_TIMEOUT_MS = 5000;
+/**
+ * Bounds against hostile TCP clients (nodens; CoreDNS has no cap on plain-DNS connections and lets Go read
+ * one message at a time). Connections beyond the cap are closed at accept, so idle floods cost at most that
+ * many sockets until the read deadline reaps them; UDP never shares the budget. A connection's reading
+ * pauses while more than one largest message waits behind the query being answered, or while more than that
+ * of replies waits for a client that does not read, so a pipelining client holds at most ~128 KiB of the
+ * server's memory (the kernel's buffers then push back on it).
+ */
+export const TCP_MAX_CONNECTIONS = 10000;
+export const TCP_MAX_BUFFERED_BYTES = 65537;
 /** How long a stopping listener waits for queries in flight (CoreDNS: 5 s). */
 export const GRACEFUL_STOP_MS = 5000;
 
@@ -36,6 +46,8 @@ export interface ListenerOptions {
   transport?: 'dns' | 'tls';
   /** The certificate of a `tls` listener; undefined: its TCP connections are not encrypted. */
   tls?: ServerTlsConfig;
+  /** Open TCP connections beyond which new ones are closed at accept (default TCP_MAX_CONNECTIONS). */
+  tcpMaxConnections?: number;
 }
 
 /** What the instance needs of any listener (plain DNS, DNS over TLS, DNS over HTTPS). */
@@ -72,6 +84,7 @@ export class DnsListener implements ServerListener {
   private requestedPortZero = false;
   readonly tcpReadTimeoutMs: number;
   readonly tcpIdleTimeoutMs: number;
+  readonly tcpMaxConnections: number;
   readonly transport: 'dns' | 'tls';
   tlsConfig: ServerTlsConfig | undefined;
 
@@ -81,6 +94,7 @@ export class DnsListener implements ServerListener {
     this.tableRef = table;
     this.tcpReadTimeoutMs = opts.tcpReadTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     this.tcpIdleTimeoutMs = opts.tcpIdleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
+    this.tcpMaxConnections = opts.tcpMaxConnections ?? TCP_MAX_CONNECTIONS;
     this.transport = opts.transport ?? 'dns';
     this.tlsConfig = opts.tls;
   }
@@ -168,6 +182,7 @@ export class DnsListener implements ServerListener {
       server.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
       server.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
     }
+    server.maxConnections = this.tcpMaxConnections;
     this.tcp = server;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('Listen', 'tcp', this.host, this.port, err)); };
@@ -324,6 +339,8 @@ class TcpConnection implements ReplySink {
   private ended = false;
   /** Armed while a reply waits in user space longer than the write timeout allows. */
   private writeTimer: NodeJS.Timeout | undefined;
+  /** Reading is paused (TCP_MAX_BUFFERED_BYTES reached, in or out). */
+  private paused = false;
 
   constructor(listener: DnsListener, socket: net.Socket) {
     this.listener = listener;
@@ -337,6 +354,14 @@ class TcpConnection implements ReplySink {
     socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
     socket.on('close', () => { clearTimeout(this.timer); if (this.writeTimer !== undefined) clearTimeout(this.writeTimer); });
     socket.on('data', (chunk) => { this.onData(chunk); });
+    socket.on('drain', () => { this.throttle(); });
+  }
+
+  /** Pause reading while too much waits behind the query in flight or in front of a client that does not read. */
+  private throttle(): void {
+    const sock = this.socket;
+    const hold = (this.busy && (this.pending?.length ?? 0) > TCP_MAX_BUFFERED_BYTES) || sock.writableLength > TCP_MAX_BUFFERED_BYTES;
+    if (hold && !this.paused) { this.paused = true; sock.pause(); } else if (!hold && this.paused) { this.paused = false; sock.resume(); }
   }
 
   /** The read did not complete in time: close quietly (miekg: the read fails, the connection ends). */
@@ -406,6 +431,7 @@ class TcpConnection implements ReplySink {
     if (this.ended) return;
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
     if (!this.busy) this.drain();
+    this.throttle();
   }
 
   private drain(): void {
@@ -452,6 +478,7 @@ class TcpConnection implements ReplySink {
     if (this.socket.destroyed || this.limitReached()) return;
     this.startRead(this.idleMs());
     this.drain();
+    this.throttle();
   }
 }
 
