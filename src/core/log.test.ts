@@ -34,3 +34,11 @@ test('a JSON logger: level names, the plugin field, typed fields; the fatal hand
   ]);
   assert.equal(fatal, lines[1]);
 });
+
+test('a [FATAL] line is written even when no fatal handler is set', () => {
+  const lines: string[] = [];
+  const l = new Logger({ sink: (s) => { lines.push(s); } });
+  l.fatal('top');
+  l.plugin('loop').fatal('from a plugin');
+  assert.deepEqual(lines, ['[FATAL] top', '[FATAL] plugin/loop: from a plugin']);
+});

@@ -63,7 +63,11 @@ export class Logger implements ServerLogger {
   info(msg: string): void { this.emit('INFO', '', msg); }
   warning(msg: string): void { this.emit('WARN', '', msg); }
   error(msg: string): void { this.emit('ERROR', '', msg); }
-  fatal(msg: string): void { this.onFatal?.(this.emit('FATAL', '', msg)); }
+  // The line is written first: `onFatal?.(emit(...))` would skip the write when no handler is set.
+  fatal(msg: string): void {
+    const line = this.emit('FATAL', '', msg);
+    this.onFatal?.(line);
+  }
   /** An [INFO] line that in JSON mode carries typed fields (CoreDNS's log plugin). */
   infoAttrs(msg: string, attrs: LogAttrs): void {
     if (this.json) this.write(jsonRecord('INFO', msg, attrs));
@@ -84,7 +88,10 @@ export class Logger implements ServerLogger {
       info(msg) { base.emit('INFO', name, msg); },
       warning(msg) { base.emit('WARN', name, msg); },
       error(msg) { base.emit('ERROR', name, msg); },
-      fatal(msg) { base.onFatal?.(base.emit('FATAL', name, msg)); },
+      fatal(msg) {
+        const line = base.emit('FATAL', name, msg);
+        base.onFatal?.(line);
+      },
       infoAttrs(msg, attrs) {
         if (base.json) base.write(jsonRecord('INFO', msg, { plugin: name, ...attrs }));
         else base.emit('INFO', name, msg);
