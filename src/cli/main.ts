@@ -8,7 +8,6 @@ import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary } from './workers.ts';
-import { runDoctor } from './doctor.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat, versionText } from './serve.ts';
 import cluster from 'node:cluster';
@@ -23,7 +22,8 @@ function out(s: string): void { writeSync(1, s); }
 function err(s: string): void { writeSync(2, s); }
 
 export async function main(argv: string[]): Promise<void> {
-  if (argv[0] === 'doctor') process.exit(runDoctor(argv.slice(1)));
+  // Loaded only for the subcommand: a server's start does not pay for its imports.
+  if (argv[0] === 'doctor') process.exit((await import('./doctor.ts')).runDoctor(argv.slice(1)));
   // An exception nothing caught (a plugin's, rethrown by the core when the debug plugin is on, or a bug)
   // ends the process as an unrecovered Go panic ends CoreDNS: its report on stderr, exit status 2.
   process.on('uncaughtException', (e) => {

@@ -5,7 +5,6 @@
 
 import cluster, { type Worker } from 'node:cluster';
 import { writeFileSync, unlinkSync } from 'node:fs';
-import { serveAggregatedMetrics } from '../plugin/pkg/metrics.ts';
 import { randomBytes } from 'node:crypto';
 import { log } from '../core/log.ts';
 import { LOOP_SECRET_ENV } from '../plugin/pkg/loopguard.ts';
@@ -29,7 +28,8 @@ export function printsVersionLines(): boolean {
 }
 
 export async function runPrimary(count: number, pidfile: string, versionLines: string | undefined): Promise<void> {
-  serveAggregatedMetrics();
+  // Imported here, not at the top: prom-client is a large import that a single-process server may never need.
+  (await import('../plugin/pkg/metrics.ts')).serveAggregatedMetrics();
   let stopping = false;
   let started = false;
   let pending: NodeJS.Signals | undefined;

@@ -17,9 +17,7 @@ import { plainAddress } from '../wire/ip.ts';
 import { skipName } from '../wire/scan.ts';
 import { Opcode, Rcode, RRType } from '../wire/constants.ts';
 
-/** CoreDNS's DefaultHTTPSMaxConnections and DefaultHTTPSMaxStreams. */
-export const DEFAULT_HTTPS_MAX_CONNECTIONS = 200;
-export const DEFAULT_HTTPS_MAX_STREAMS = 250;
+export { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS } from './tls.ts';
 /** doh.Path, doh.MimeType. */
 const PATH = '/dns-query';
 const MIME = 'application/dns-message';

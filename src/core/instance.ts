@@ -14,8 +14,8 @@ import type { Token } from '../corefile/token.ts';
 import { isDomainName } from '../wire/name.ts';
 import type { PluginRegistry } from './registry.ts';
 import { DnsListener, type ServerListener } from './listener.ts';
-import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, DohListener, type HttpsListenerOptions } from './doh.ts';
-import { tlsConflict } from './tls.ts';
+import type { DohListener, HttpsListenerOptions } from './doh.ts';
+import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, tlsConflict } from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
 import { processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
@@ -382,7 +382,7 @@ export class Instance implements InstanceServices {
         }
         const { host, port, transport } = this.hostsOf.get(addr)!;
         const l = transport === 'https'
-          ? new DohListener(host, Number(port), table, secure!)
+          ? new (await dohModule()).DohListener(host, Number(port), table, secure!)
           : new DnsListener(host, Number(port), table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
         await l.listen();
         opened.push(l);
@@ -396,7 +396,7 @@ export class Instance implements InstanceServices {
     for (const [addr, l] of this.listenersByAddr) {
       const table = this.tables.get(addr)!;
       const secure = this.secureOf.get(addr);
-      if (l instanceof DohListener) l.reconfigure(table, secure!);
+      if (isDohListener(l)) l.reconfigure(table, secure!);
       else if (secure?.tls !== undefined && l instanceof DnsListener) l.reconfigure(table, secure.tls);
       else l.table = table;
     }
@@ -454,6 +454,19 @@ export class Instance implements InstanceServices {
 }
 
 /** Remember each handler's successor so the chain's plugin names can be listed. */
+/**
+ * doh.ts (with node:http and node:http2) is loaded when a configuration first has an `https://` server: most
+ * configurations have none, and those modules cost a noticeable share of the start.
+ */
+let loadedDoh: typeof import('./doh.ts') | undefined;
+async function dohModule(): Promise<typeof import('./doh.ts')> {
+  loadedDoh ??= await import('./doh.ts');
+  return loadedDoh;
+}
+function isDohListener(l: ServerListener): l is DohListener {
+  return loadedDoh !== undefined && l instanceof loadedDoh.DohListener;
+}
+
 function tracked(f: PluginFactory): PluginFactory {
   return (next) => {
     const h = f(next);

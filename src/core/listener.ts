@@ -7,7 +7,7 @@
 
 import dgram from 'node:dgram';
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
@@ -170,15 +170,17 @@ export class DnsListener implements ServerListener {
     });
   }
 
-  private bindTcp(family: 4 | 6): Promise<void> {
+  private async bindTcp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
     const cfg = this.tlsConfig;
     let server: net.Server;
     if (cfg === undefined) {
       server = net.createServer({ noDelay: true });
     } else {
+      // node:tls is imported only here: loading it costs a plain DNS server a noticeable share of its start.
+      const { createServer } = await import('node:tls');
       // The handshake belongs to the first read (Go: the handshake runs inside it): the read timeout bounds it.
-      server = tls.createServer({ noDelay: true, ...serverTlsOptions(cfg, this.table.readTimeoutMs ?? this.tcpReadTimeoutMs) });
+      server = createServer({ noDelay: true, ...serverTlsOptions(cfg, this.table.readTimeoutMs ?? this.tcpReadTimeoutMs) });
       server.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
       server.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
     }
@@ -227,7 +229,8 @@ export class DnsListener implements ServerListener {
     this.table = table;
     this.tlsConfig = cfg;
     const server = this.tcp;
-    if (server instanceof tls.Server) server.setSecureContext(serverTlsOptions(cfg, table.readTimeoutMs ?? this.tcpReadTimeoutMs));
+    // Only a listener made with a certificate has a TLS server (its kind never changes: see Instance.start).
+    if (server !== undefined && 'setSecureContext' in server) (server as tls.Server).setSecureContext(serverTlsOptions(cfg, table.readTimeoutMs ?? this.tcpReadTimeoutMs));
   }
 
   /** Count queries in flight so a graceful stop can wait for them. */

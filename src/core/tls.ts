@@ -6,6 +6,13 @@
 import type tls from 'node:tls';
 import type { ServerTlsConfig } from '../plugin/plugin.ts';
 
+/**
+ * CoreDNS's DefaultHTTPSMaxConnections and DefaultHTTPSMaxStreams. Here, not in doh.ts, so that a configuration
+ * without an `https://` server never loads doh.ts (and node:http2 with it).
+ */
+export const DEFAULT_HTTPS_MAX_CONNECTIONS = 200;
+export const DEFAULT_HTTPS_MAX_STREAMS = 250;
+
 /** The node:tls server options of a block's TLS configuration (`alpn`: the protocols offered, DoH only). */
 export function serverTlsOptions(cfg: ServerTlsConfig, handshakeTimeoutMs: number, alpn?: string[]): tls.TlsOptions {
   const o: tls.TlsOptions = {
