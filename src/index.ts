@@ -11,7 +11,7 @@ import { Runtime } from './core/runtime.ts';
 import { builtinPlugins } from './plugin/index.ts';
 import type { PluginDefinition } from './plugin/plugin.ts';
 import type { LoggerOptions } from './core/log.ts';
-import { Registry } from 'prom-client';
+import Registry from 'prom-client/lib/registry.js';
 import type { MetricsRegistry } from './plugin/plugin.ts';
 
 export * from './plugin/plugin.ts';

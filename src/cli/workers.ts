@@ -29,7 +29,7 @@ export function printsVersionLines(): boolean {
 
 export async function runPrimary(count: number, pidfile: string, versionLines: string | undefined): Promise<void> {
   // Imported here, not at the top: prom-client is a large import that a single-process server may never need.
-  (await import('../plugin/pkg/metrics.ts')).serveAggregatedMetrics();
+  await (await import('../plugin/pkg/metrics.ts')).serveAggregatedMetrics();
   let stopping = false;
   let started = false;
   let pending: NodeJS.Signals | undefined;

@@ -4,15 +4,16 @@
 // from the start at 0.
 
 import { createServer, type Server } from 'node:http';
-import client from 'prom-client';
+import Registry from 'prom-client/lib/registry.js';
+import Counter from 'prom-client/lib/counter.js';
 import { splitHostPort } from './kubedns.ts';
 
 export const ERROR_TYPES = ['iptables', 'iptables_lock', 'interface_add', 'interface_check', 'configmap'] as const;
 export type ErrorType = typeof ERROR_TYPES[number];
 
 export class SetupMetrics {
-  private readonly registry = new client.Registry();
-  private readonly counter = new client.Counter<'errortype'>({
+  private readonly registry = new Registry();
+  private readonly counter = new Counter<'errortype'>({
     name: 'coredns_nodecache_setup_errors_total',
     help: 'The number of errors during periodic network setup for node-cache',
     labelNames: ['errortype'],

@@ -8,7 +8,9 @@
 //   server writes that reply. Errors travel as a PluginError (CoreDNS's `err`):
 //   thrown, never sent to the client, logged only by the errors plugin.
 
-import { Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+// prom-client's registry module alone, not its index (src/types/prom-client-lib.d.ts says why).
+import RegistryClass from 'prom-client/lib/registry.js';
 import type { Message } from '../wire/types.ts';
 import { Rcode } from '../wire/constants.ts';
 import type { Dispenser } from '../corefile/dispenser.ts';
@@ -268,7 +270,7 @@ export type MetricsRegistry = Registry;
  * The process's registry: the nodens command's server (which -workers sums across processes), and
  * code that runs outside any server. An embedded server gets a registry of its own.
  */
-export const processMetricsRegistry: MetricsRegistry = new Registry();
+export const processMetricsRegistry: MetricsRegistry = new RegistryClass();
 
 export interface InstanceServices {
   /** A value shared between setups of the same instance (gone with the next reload), created on first use. */

@@ -6,7 +6,12 @@
 // keep counting across reloads.
 
 import cluster from 'node:cluster';
-import client from 'prom-client';
+import type client from 'prom-client';
+// prom-client's modules one by one, not its index (src/types/prom-client-lib.d.ts says why).
+import Registry from 'prom-client/lib/registry.js';
+import Counter from 'prom-client/lib/counter.js';
+import Gauge from 'prom-client/lib/gauge.js';
+import Histogram from 'prom-client/lib/histogram.js';
 import { processMetricsRegistry, type MetricsRegistry } from '../plugin.ts';
 
 export type { MetricsRegistry };
@@ -15,7 +20,7 @@ export type { MetricsRegistry };
 export const registry: MetricsRegistry = processMetricsRegistry;
 
 /** A fresh registry (what each embedded server gets unless its embedder supplies one). */
-export function newRegistry(): MetricsRegistry { return new client.Registry(); }
+export function newRegistry(): MetricsRegistry { return new Registry(); }
 
 /** CoreDNS's duration buckets: 0.25 ms doubling up to 8.192 s (prometheus.ExponentialBuckets(0.00025, 2, 16)). */
 export const TIME_BUCKETS: number[] = Array.from({ length: 16 }, (_, i) => 0.00025 * 2 ** i);
@@ -39,15 +44,15 @@ export function once<M>(reg: MetricsRegistry, name: string, make: () => M): M {
 }
 
 export function counter<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[] = []): client.Counter<L> {
-  return once(reg, name, () => new client.Counter<L>({ name, help, labelNames, registers: [reg] }));
+  return once(reg, name, () => new Counter<L>({ name, help, labelNames, registers: [reg] }));
 }
 
 export function gauge<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[] = []): client.Gauge<L> {
-  return once(reg, name, () => new client.Gauge<L>({ name, help, labelNames, registers: [reg] }));
+  return once(reg, name, () => new Gauge<L>({ name, help, labelNames, registers: [reg] }));
 }
 
 export function histogram<L extends string>(reg: MetricsRegistry, name: string, help: string, labelNames: readonly L[], buckets: number[]): client.Histogram<L> {
-  return once(reg, name, () => new client.Histogram<L>({ name, help, labelNames, buckets, registers: [reg] }));
+  return once(reg, name, () => new Histogram<L>({ name, help, labelNames, buckets, registers: [reg] }));
 }
 
 /**
@@ -117,7 +122,7 @@ export function metricsContentType(): string { return registry.contentType; }
 
 if (cluster.isWorker) {
   // prom-client's aggregator asks each worker for these registries.
-  client.AggregatorRegistry.setRegistries([registry]);
+  (await import('prom-client/lib/cluster.js')).default.setRegistries([registry]);
   process.on('message', (m: { type?: string; id?: number; text?: string }) => {
     if (m?.type !== AGGREGATE_REPLY || m.id === undefined) return;
     const done = waiting.get(m.id);
@@ -127,8 +132,9 @@ if (cluster.isWorker) {
 }
 
 /** In the primary: answer workers' aggregate requests. Returns a function that stops doing so. */
-export function serveAggregatedMetrics(): () => void {
-  const aggregator = new client.AggregatorRegistry();
+export async function serveAggregatedMetrics(): Promise<() => void> {
+  const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');
+  const aggregator = new AggregatorRegistry();
   const onMessage = (worker: import('node:cluster').Worker, m: { type?: string; id?: number }): void => {
     if (m?.type !== AGGREGATE_REQUEST) return;
     aggregator.clusterMetrics().then(

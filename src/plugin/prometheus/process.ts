@@ -8,7 +8,12 @@
 // enableNodeRuntimeMetrics and the table in README.md.
 
 import { readFileSync, readdirSync } from 'node:fs';
-import client from 'prom-client';
+import type client from 'prom-client';
+// prom-client's modules one by one, not its index (src/types/prom-client-lib.d.ts says why).
+import Registry from 'prom-client/lib/registry.js';
+import Counter from 'prom-client/lib/counter.js';
+import Gauge from 'prom-client/lib/gauge.js';
+import collectDefaultMetrics from 'prom-client/lib/defaultMetrics.js';
 import { metricSet, registry } from '../pkg/metrics.ts';
 
 let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefined;
@@ -25,8 +30,8 @@ let nodeRuntimeMetrics: Array<{ name: string; metric: client.Metric }> | undefin
  */
 export function enableNodeRuntimeMetrics(into: client.Registry = registry): void {
   if (nodeRuntimeMetrics === undefined) {
-    const scratch = new client.Registry();
-    client.collectDefaultMetrics({ register: scratch });
+    const scratch = new Registry();
+    collectDefaultMetrics({ register: scratch });
     nodeRuntimeMetrics = scratch.getMetricsAsArray().map((m) => m.name).filter((n) => n.startsWith('nodejs_'))
       .map((name) => ({ name, metric: scratch.getSingleMetric(name)! }));
   }
@@ -105,7 +110,7 @@ const startTime = (() => {
 
 /** Go's process collector's metrics, in a server's registry (read at scrape time). */
 export const processMetrics = metricSet((r) => {
-  new client.Counter({
+  new Counter({
     name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [r],
     collect() {
       const f = statFields();
@@ -113,24 +118,24 @@ export const processMetrics = metricSet((r) => {
     },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_max_fds', help: 'Maximum number of open file descriptors.', registers: [r], aggregator: 'max',
     collect() { setGauge(this, limit('Max open files')); },
   });
 
-  new client.Counter({
+  new Counter({
     name: 'process_network_receive_bytes_total', help: 'Number of bytes received by the process over the network.',
     registers: [r], aggregator: 'max',
     collect() { setCounter(this, netTotals()?.rx); },
   });
 
-  new client.Counter({
+  new Counter({
     name: 'process_network_transmit_bytes_total', help: 'Number of bytes sent by the process over the network.',
     registers: [r], aggregator: 'max',
     collect() { setCounter(this, netTotals()?.tx); },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [r],
     collect() {
       try {
@@ -139,7 +144,7 @@ export const processMetrics = metricSet((r) => {
     },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [r],
     collect() {
       const f = statFields();
@@ -147,13 +152,13 @@ export const processMetrics = metricSet((r) => {
     },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.',
     registers: [r], aggregator: 'min',
     collect() { setGauge(this, startTime); },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [r],
     collect() {
       const f = statFields();
@@ -161,7 +166,7 @@ export const processMetrics = metricSet((r) => {
     },
   });
 
-  new client.Gauge({
+  new Gauge({
     name: 'process_virtual_memory_max_bytes', help: 'Maximum amount of virtual memory available in bytes.',
     registers: [r], aggregator: 'max',
     collect() { setGauge(this, limit('Max address space')); },
