@@ -302,7 +302,8 @@ test('node-cache, seed 004: resolv.conf names the cache\'s own 169.254.25.10; th
     const t0 = Date.now();
     const e = digIn(s.node, '169.254.25.10', 'www.example.com');
     assert.equal(e.status, 'SERVFAIL', e.out);
-    assert.ok(Date.now() - t0 < 1000, `${Date.now() - t0} ms`);
+    // Well inside forward's 5 s deadline: the quarantine answers, no upstream attempt times out.
+    assert.ok(Date.now() - t0 < 2500, `${Date.now() - t0} ms`);
     assert.equal(nc.proc.exitCode, null);
     assert.equal(await nc.stop(), 0);
   } finally {

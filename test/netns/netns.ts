@@ -118,7 +118,8 @@ export class Netns {
       },
       async stop() {
         if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-        const t = setTimeout(() => { proc.kill('SIGKILL'); }, 3000);
+        // 10 s of grace: node-cache's teardown runs iptables once per rule, seconds on a loaded machine.
+        const t = setTimeout(() => { proc.kill('SIGKILL'); }, 10_000);
         const c = await exited;
         clearTimeout(t);
         return c;
