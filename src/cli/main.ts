@@ -11,6 +11,7 @@ import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { runPrimary, printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
 import { runDoctor } from './doctor.ts';
+import { runValidate } from './validate.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import cluster from 'node:cluster';
 import { availableParallelism } from 'node:os';
@@ -36,7 +37,8 @@ function fatalStartup(message: string): never {
 }
 
 export async function main(argv: string[]): Promise<void> {
-  if (argv[0] === 'doctor') process.exit(runDoctor(argv.slice(1)));
+  if (argv[0] === 'doctor') process.exit(await runDoctor(argv.slice(1)));
+  if (argv[0] === 'validate') process.exit(await runValidate(argv.slice(1)));
   // An exception nothing caught (a plugin's, rethrown by the core when the debug plugin is on, or a bug)
   // ends the process as an unrecovered Go panic ends CoreDNS: its report on stderr, exit status 2.
   process.on('uncaughtException', (e) => {
