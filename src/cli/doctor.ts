@@ -518,6 +518,7 @@ export async function runDoctor(argv: string[]): Promise<number> {
     readFileSync(opts.conf);
     const v = await validateConf(opts.conf, '53');
     const validation = { ok: v.ok, error: v.error, warnings: v.warnings };
+    for (const n of v.notices) process.stderr.write(n + '\n');
     report = v.error !== undefined ? refused(opts, validation) : await diagnose(opts, validation);
   } catch (e) {
     process.stderr.write(`nodens doctor: ${e instanceof Error ? e.message : String(e)}\n`);

@@ -1,7 +1,8 @@
 // `nodens validate [-conf FILE] [-dns.port PORT]`: loads the Corefile the server
 // would load (-conf, stdin, ./Corefile or the default) through every plugin's
 // setup without opening a listener (src/core/validate.ts). Errors go to stderr
-// worded as the server prints them; exit 1 on an error or a setup warning,
+// worded as the server prints them; exit 1 on an error or a setup warning
+// (the parser's warnings are printed but do not fail),
 // 0 with one OK line on stdout, 2 on a usage error.
 
 import { writeSync } from 'node:fs';
@@ -22,7 +23,7 @@ export async function validateConf(conf: string, port: string): Promise<Validati
   try {
     input = loadCorefile(conf, port);
   } catch (e) {
-    return { ok: false, error: (e as Error).message, warnings: [], serverBlocks: 0, file: conf };
+    return { ok: false, error: (e as Error).message, warnings: [], notices: [], serverBlocks: 0, file: conf };
   }
   const r = await validateCorefile({ corefile: input.contents, file: input.file, defaultPort: port, registry: createRegistry() });
   return { ...r, file: input.file };
@@ -30,10 +31,11 @@ export async function validateConf(conf: string, port: string): Promise<Validati
 
 /** The result as lines: the error and warnings for stderr, or the OK line for stdout. */
 export function formatValidation(r: ValidationResult & { file: string }): { stdout: string; stderr: string } {
-  const problems = [...r.warnings];
-  if (r.error !== undefined) problems.push(r.error);
-  if (r.ok) return { stdout: `${r.file}: OK (${r.serverBlocks} server block${r.serverBlocks === 1 ? '' : 's'})\n`, stderr: '' };
-  return { stdout: '', stderr: problems.map((l) => l + '\n').join('') };
+  const lines = [...r.notices, ...r.warnings];
+  if (r.error !== undefined) lines.push(r.error);
+  const stderr = lines.map((l) => l + '\n').join('');
+  if (r.ok) return { stdout: `${r.file}: OK (${r.serverBlocks} server block${r.serverBlocks === 1 ? '' : 's'})\n`, stderr };
+  return { stdout: '', stderr };
 }
 
 /** Entry point of `nodens validate ARGS`; returns the exit status. */

@@ -22,7 +22,7 @@ export interface ValidateOptions {
 }
 
 export interface ValidationResult {
-  /** No error and no warning. */
+  /** No error and no setup warning. */
   ok: boolean;
   /** The error that would stop the server, worded as the server prints it. */
   error?: string;
@@ -32,16 +32,25 @@ export interface ValidationResult {
    * directive whose setup logged it (no place for the parser's own warnings).
    */
   warnings: string[];
+  /**
+   * The parser's warnings (an import glob that matches no file): printed, not failing — Corefiles such as
+   * k3s's and AKS's import optional customisations that are usually absent.
+   */
+  notices: string[];
   /** Server blocks set up (0 when the error came first). */
   serverBlocks: number;
 }
 
 export async function validateCorefile(opts: ValidateOptions): Promise<ValidationResult> {
   const warnings: string[] = [];
+  const notices: string[] = [];
   let at = '';
   const logger = new Logger({
     sink: (line) => {
-      if (/^\[(WARNING|ERROR|FATAL)\] /.test(line)) warnings.push(at === '' ? line : `${at} - ${line}`);
+      if (!/^\[(WARNING|ERROR|FATAL)\] /.test(line)) return;
+      // Before the first setup the lines are the parser's.
+      if (at === '') notices.push(line);
+      else warnings.push(`${at} - ${line}`);
     },
     // A setup that logs [FATAL] is reported; nothing ends the process.
     onFatal: () => undefined,
@@ -51,9 +60,9 @@ export async function validateCorefile(opts: ValidateOptions): Promise<Validatio
       corefile: opts.corefile, file: opts.file, defaultPort: opts.defaultPort, registry: opts.registry, env: opts.env,
       logger, onSetup: (_directive, file, line) => { at = `${file}:${line}`; },
     });
-    return { ok: warnings.length === 0, warnings, serverBlocks: inst.blockConfigs().length };
+    return { ok: warnings.length === 0, warnings, notices, serverBlocks: inst.blockConfigs().length };
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
-    return { ok: false, error, warnings, serverBlocks: 0 };
+    return { ok: false, error, warnings, notices, serverBlocks: 0 };
   }
 }
