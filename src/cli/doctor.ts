@@ -332,6 +332,8 @@ export async function diagnose(opts: DoctorOptions, validation: DoctorReport['va
     kubelet = await kubeletResolvConf(kubeletConfig);
   }
   const kubeletInfo = { config: kubeletConfig, resolvConf: kubelet?.file };
+  // The file a discovered config names is the node's, read under ROOT; one given with --kubelet-config names its own.
+  const kubeletRoot = opts.kubeletConfig !== undefined ? '/' : root;
 
   for (const b of blocks) {
     for (const z of b.zones) {
@@ -405,8 +407,8 @@ export async function diagnose(opts: DoctorOptions, validation: DoctorReport['va
     kubeletFile = kubelet.file;
     let ns: Array<{ address: string; line: number }> = [];
     try {
-      ns = parseResolvConf(readFileSync(underRoot(root, kubelet.file), 'utf8'));
-      files.add(underRoot(root, kubelet.file));
+      ns = parseResolvConf(readFileSync(underRoot(kubeletRoot, kubelet.file), 'utf8'));
+      files.add(underRoot(kubeletRoot, kubelet.file));
     } catch (e) {
       findings.push({
         severity: 'warning', zone: '.', block: '', upstream: '', origin: `${kubeletConfig}:${kubelet.line}`,
