@@ -20,7 +20,6 @@ import {
   canonicalIp, classifyAddress, isLocalAddress, localAddresses, remedyFor, type OriginLike,
 } from '../plugin/pkg/loopguard.ts';
 import { validateConf } from './validate.ts';
-import type { ValidationResult } from '../core/validate.ts';
 
 /** The version of the JSON report's shape (`--json`); raised when a field changes meaning or goes away. */
 export const DOCTOR_SCHEMA_VERSION = 1;
