@@ -22,6 +22,14 @@ export { StartupError } from './core/instance.ts';
 export { Logger, log, pluginLogger, setLogSink, type LogSink, type LoggerOptions, type LogFormat } from './core/log.ts';
 export { MAX_LOOKUP_DEPTH, type DeriveOptions } from './core/request.ts';
 export * as wire from './wire/index.ts';
+// Types the exports above mention, exported so that the API reference (npm run docs) and users can name them.
+export type { Dispenser } from './corefile/dispenser.ts';
+export type { ServerBlock } from './corefile/parser.ts';
+export type { Transport, ReplySigner, QuerySpan, SubQueryRouter } from './core/request.ts';
+export type { FatalHandler } from './core/log.ts';
+export type { Instance } from './core/instance.ts';
+export type { RuntimeOptions, StartedListener } from './core/runtime.ts';
+export { validateCorefile, type ValidateOptions, type ValidationResult } from './core/validate.ts';
 
 /** An external plugin and where it runs in the chain. */
 export interface ExternalPlugin extends Placement {

@@ -1,11 +1,15 @@
-// `nodens doctor`: a static preflight for forwarding loops. Reads the Corefile
-// and every file it references (imports, resolv.conf TOs), this host's (or
-// pod's) interface addresses, optionally kubelet's config (resolvConf) and
-// systemd-resolved's config (DNS=, DNSStubListener=), and predicts every loop
-// it can with the explanation and remedy the loop plugin logs at run time.
-// Exit status: 0 no loop predicted, 1 a loop predicted, 2 usage or read error.
+// `nodens doctor`: a static preflight for forwarding loops. First validates the
+// Corefile as `nodens validate` does (every plugin's setup, no listener), then
+// reads the Corefile and every file it references (imports, resolv.conf TOs),
+// this host's (or pod's) interface addresses, kubelet's config (resolvConf)
+// and systemd-resolved's configuration with its drop-ins (DNS=,
+// DNSStubListener=), and predicts every loop it can with the explanation and
+// remedy the loop plugin logs at run time.
+// Exit status: 0 no loop predicted, 1 a loop predicted or a Corefile the server
+// would refuse, 2 usage or read error.
 
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseCorefile } from '../corefile/parser.ts';
 import { normalizeName, parseKey } from '../corefile/address.ts';
 import { isSubdomain } from '../wire/name.ts';
@@ -15,6 +19,10 @@ import { parseResolvConf } from '../plugin/pkg/resolvconf.ts';
 import {
   canonicalIp, classifyAddress, isLocalAddress, localAddresses, remedyFor, type OriginLike,
 } from '../plugin/pkg/loopguard.ts';
+import { validateConf } from './validate.ts';
+
+/** The version of the JSON report's shape (`--json`); raised when a field changes meaning or goes away. */
+export const DOCTOR_SCHEMA_VERSION = 1;
 
 export type Severity = 'loop' | 'warning' | 'info';
 
@@ -58,17 +66,29 @@ interface Block {
 
 export interface DoctorOptions {
   conf: string;
+  /** kubelet's config file; default ROOT/var/lib/kubelet/config.yaml when it exists. */
   kubeletConfig?: string;
+  /** One resolved.conf to read alone; default the main file and drop-ins systemd-resolved reads under ROOT. */
   resolvedConf?: string;
+  /** Where the node's files are looked for (default `/`; tests give a fixture directory). */
+  root?: string;
   /** Interface addresses (tests); default os.networkInterfaces(). */
   locals?: Set<string>;
 }
 
 export interface DoctorReport {
+  /** DOCTOR_SCHEMA_VERSION. */
+  schemaVersion: number;
   corefile: string;
+  /** `nodens validate`'s verdict on the Corefile; when it has an error, nothing else was checked. */
+  validation: { ok: boolean; error?: string; warnings: string[] };
   files: string[];
   interfaces: string[];
+  /** kubelet's config file read, if any. */
+  kubeletConfig?: string;
   kubeletResolvConf?: string;
+  /** systemd-resolved's configuration files read, in the order they apply. */
+  resolvedFiles: string[];
   findings: Finding[];
   loops: number;
 }
@@ -182,51 +202,137 @@ function hp(host: string, port: number): string {
 
 function originStr(o: OriginLike): string { return `${o.file}:${o.line}`; }
 
-/** systemd-resolved: DNS= servers and whether the stub listener runs (default yes). */
-function readResolved(path: string): { dns: Array<{ host: string; port: number; line: number }>; stub: boolean } {
-  const out = { dns: [] as Array<{ host: string; port: number; line: number }>, stub: true };
-  const lines = readFileSync(path, 'utf8').split('\n');
-  lines.forEach((raw, i) => {
-    const l = raw.trim();
-    if (l.startsWith('#') || l.startsWith(';')) return;
-    const m = /^([A-Za-z]+)\s*=\s*(.*)$/.exec(l);
-    if (m === null) return;
-    if (m[1] === 'DNS') {
-      for (const s of m[2]!.split(/\s+/).filter(Boolean)) {
-        const a = s.replace(/#.*$/, '');
-        const x = /^\[([^\]]+)\]:(\d+)/.exec(a) ?? /^(\d+\.\d+\.\d+\.\d+):(\d+)/.exec(a);
-        if (x !== null) out.dns.push({ host: x[1]!, port: Number(x[2]), line: i + 1 });
-        else out.dns.push({ host: a.replace(/%.*$/, ''), port: 53, line: i + 1 });
+interface ResolvedDns { host: string; port: number; file: string; line: number }
+interface Resolved { dns: ResolvedDns[]; stub: boolean; files: string[] }
+
+/**
+ * The files systemd-resolved reads, in the order they apply (resolved.conf(5), systemd.syntax(7)): the first
+ * main file found of /etc, /run, /usr/local/lib, /usr/lib (…/systemd/resolved.conf), then the `*.conf` drop-ins
+ * of those directories' resolved.conf.d/ sorted by file name whatever their directory; of drop-ins with the
+ * same name only the one in the highest directory counts (/etc over /run over /usr/local/lib over /usr/lib),
+ * and one that is a symlink to /dev/null (or empty) masks the others.
+ */
+export function resolvedFiles(root: string): string[] {
+  const dirs = ['etc/systemd', 'run/systemd', 'usr/local/lib/systemd', 'usr/lib/systemd'];
+  const files: string[] = [];
+  const main = dirs.map((d) => join(root, d, 'resolved.conf')).find((f) => isFile(f));
+  if (main !== undefined) files.push(main);
+  const dropins = new Map<string, string>();
+  for (const d of dirs) {
+    const dir = join(root, d, 'resolved.conf.d');
+    let names: string[];
+    try { names = readdirSync(dir); } catch { continue; }
+    for (const n of names) if (n.endsWith('.conf') && !dropins.has(n)) dropins.set(n, join(dir, n));
+  }
+  for (const n of [...dropins.keys()].sort()) {
+    const f = dropins.get(n)!;
+    if (!isMasked(f) && isFile(f)) files.push(f);
+  }
+  return files;
+}
+
+function isFile(f: string): boolean {
+  try { return statSync(f).isFile(); } catch { return false; }
+}
+
+/** systemd's mask: a symlink to /dev/null, or an empty file. */
+function isMasked(f: string): boolean {
+  try {
+    if (lstatSync(f).isSymbolicLink() && readlinkSync(f) === '/dev/null') return true;
+    const st = statSync(f);
+    return st.isFile() && st.size === 0;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * systemd-resolved's DNS= servers and whether its stub listener runs (default yes), from its files in order:
+ * only the [Resolve] section counts; DNS= adds to the list and an empty DNS= empties it; the last
+ * DNSStubListener= wins.
+ */
+function readResolved(files: string[]): Resolved {
+  const out: Resolved = { dns: [], stub: true, files };
+  for (const path of files) {
+    let section = '';
+    readFileSync(path, 'utf8').split('\n').forEach((raw, i) => {
+      const l = raw.trim();
+      if (l.startsWith('#') || l.startsWith(';')) return;
+      const sec = /^\[([^\]]+)\]$/.exec(l);
+      if (sec !== null) { section = sec[1]!; return; }
+      if (section !== 'Resolve') return;
+      const m = /^([A-Za-z]+)\s*=\s*(.*)$/.exec(l);
+      if (m === null) return;
+      if (m[1] === 'DNS') {
+        const values = m[2]!.split(/\s+/).filter(Boolean);
+        if (values.length === 0) out.dns = [];
+        for (const s of values) {
+          const a = s.replace(/#.*$/, '');
+          const x = /^\[([^\]]+)\]:(\d+)/.exec(a) ?? /^(\d+\.\d+\.\d+\.\d+):(\d+)/.exec(a);
+          if (x !== null) out.dns.push({ host: x[1]!, port: Number(x[2]), file: path, line: i + 1 });
+          else out.dns.push({ host: a.replace(/^\[|\]$/g, '').replace(/%.*$/, ''), port: 53, file: path, line: i + 1 });
+        }
+      } else if (m[1] === 'DNSStubListener') {
+        out.stub = !/^(no|false|0|off)$/i.test(m[2]!.trim());
       }
-    } else if (m[1] === 'DNSStubListener') {
-      out.stub = !/^(no|false|0|off)$/i.test(m[2]!.trim());
-    }
-  });
+    });
+  }
   return out;
 }
 
-function kubeletResolvConf(path: string): { file: string; line: number } | undefined {
-  const lines = readFileSync(path, 'utf8').split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^\s*resolvConf:\s*["']?([^"'\s#]+)["']?/.exec(lines[i]!);
-    if (m !== null) return { file: m[1]!, line: i + 1 };
-  }
-  return undefined;
+/**
+ * kubelet's resolvConf from its KubeletConfiguration (YAML): the file it gives pods with dnsPolicy Default,
+ * /etc/resolv.conf when the key is absent (kubelet's default). The line is where the key is written (0: absent).
+ */
+async function kubeletResolvConf(path: string): Promise<{ file: string; line: number }> {
+  const text = readFileSync(path, 'utf8');
+  // Only doctor needs a YAML parser: loaded here, not with the server.
+  const yaml = await import('js-yaml');
+  const doc = yaml.load(text, { filename: path }) as unknown;
+  const value = doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>).resolvConf : undefined;
+  if (typeof value !== 'string' || value === '') return { file: '/etc/resolv.conf', line: 0 };
+  const line = text.split('\n').findIndex((l) => /^["']?resolvConf["']?\s*:/.test(l)) + 1;
+  return { file: value, line };
 }
 
-export function diagnose(opts: DoctorOptions): DoctorReport {
+/** A node's path as doctor reads it under ROOT. */
+function underRoot(root: string, p: string): string {
+  return root === '/' || !p.startsWith('/') ? p : join(root, p);
+}
+
+/** The kubelet part of the remedy only where kubelet is involved: its config was found, or the file is its resolvConf or under its directory. */
+function remedy(o: OriginLike, kubelet: { config?: string; resolvConf?: string }): string {
+  if (o.source !== 'resolvconf') return remedyFor(o);
+  const byKubelet = kubelet.config !== undefined || o.file === kubelet.resolvConf || o.file.startsWith('/var/lib/kubelet/');
+  if (byKubelet) return remedyFor(o);
+  return `remedy: make ${o.file} list the real upstream resolvers and no local/loopback or node-local address `
+    + '(with systemd-resolved: /run/systemd/resolve/resolv.conf lists them, its stub file does not), '
+    + 'or disable the local stub resolver (systemd-resolved DNSStubListener=no), '
+    + 'or forward to explicit upstream addresses instead of the file';
+}
+
+export async function diagnose(opts: DoctorOptions, validation: DoctorReport['validation'] = { ok: true, warnings: [] }): Promise<DoctorReport> {
+  const root = opts.root ?? '/';
   const files = new Set<string>();
   const findings: Finding[] = [];
   const locals = opts.locals ?? localAddresses();
   const blocks = readBlocks(opts.conf, files, findings);
-
-  const resolved = opts.resolvedConf !== undefined ? readResolved(opts.resolvedConf) : undefined;
-  if (opts.resolvedConf !== undefined) files.add(opts.resolvedConf);
-  let kubelet: { file: string; line: number } | undefined;
-  if (opts.kubeletConfig !== undefined) {
-    files.add(opts.kubeletConfig);
-    kubelet = kubeletResolvConf(opts.kubeletConfig);
+  for (const w of validation.warnings) {
+    findings.push({ severity: 'warning', zone: '', block: '', upstream: '', origin: '', message: `the Corefile loads with a warning: ${w}`, remedy: '' });
   }
+
+  const resolvedConfs = opts.resolvedConf !== undefined ? [opts.resolvedConf] : resolvedFiles(root);
+  const resolved = resolvedConfs.length > 0 ? readResolved(resolvedConfs) : undefined;
+  for (const f of resolvedConfs) files.add(f);
+  const kubeletConfig = opts.kubeletConfig ?? (isFile(join(root, 'var/lib/kubelet/config.yaml')) ? join(root, 'var/lib/kubelet/config.yaml') : undefined);
+  let kubelet: { file: string; line: number } | undefined;
+  if (kubeletConfig !== undefined) {
+    files.add(kubeletConfig);
+    kubelet = await kubeletResolvConf(kubeletConfig);
+  }
+  const kubeletInfo = { config: kubeletConfig, resolvConf: kubelet?.file };
+  // The file a discovered config names is the node's, read under ROOT; one given with --kubelet-config names its own.
+  const kubeletRoot = opts.kubeletConfig !== undefined ? '/' : root;
 
   for (const b of blocks) {
     for (const z of b.zones) {
@@ -235,7 +341,7 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
         const probe = isSubdomain(z, f.from) ? z : isSubdomain(f.from, z) ? f.from : undefined;
         if (probe === undefined || f.except.some((e) => isSubdomain(probe, e))) continue;
         for (const u of f.upstreams) {
-          const base = { zone: probe, block: b.label, upstream: hp(u.host, u.port), origin: originStr(u.origin), remedy: remedyFor(u.origin) };
+          const base = { zone: probe, block: b.label, upstream: hp(u.host, u.port), origin: originStr(u.origin), remedy: remedy(u.origin, kubeletInfo) };
           if (u.scheme !== 'dns') continue;
           // Follow the query through this Corefile's own blocks.
           const path = [hp(u.host, u.port)];
@@ -273,7 +379,7 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
             if (resolved !== undefined && resolved.stub && back !== undefined && canonicalIp(u.host) === '127.0.0.53') {
               findings.push({
                 ...base, severity: 'loop', path: [hp(u.host, u.port), hp(back.host, back.port)],
-                message: `upstream ${hp(u.host, u.port)} (resolv.conf ${originStr(u.origin)}) is systemd-resolved's stub, whose DNS= ${hp(back.host, back.port)} (${opts.resolvedConf}:${back.line}) is this server: two-hop loop`,
+                message: `upstream ${hp(u.host, u.port)} (resolv.conf ${originStr(u.origin)}) is systemd-resolved's stub, whose DNS= ${hp(back.host, back.port)} (${back.file}:${back.line}) is this server: two-hop loop`,
               });
             } else {
               findings.push({
@@ -300,11 +406,11 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
     kubeletFile = kubelet.file;
     let ns: Array<{ address: string; line: number }> = [];
     try {
-      ns = parseResolvConf(readFileSync(kubelet.file, 'utf8'));
-      files.add(kubelet.file);
+      ns = parseResolvConf(readFileSync(underRoot(kubeletRoot, kubelet.file), 'utf8'));
+      files.add(underRoot(kubeletRoot, kubelet.file));
     } catch (e) {
       findings.push({
-        severity: 'warning', zone: '.', block: '', upstream: '', origin: `${opts.kubeletConfig}:${kubelet.line}`,
+        severity: 'warning', zone: '.', block: '', upstream: '', origin: `${kubeletConfig}:${kubelet.line}`,
         message: `kubelet resolvConf ${kubelet.file} cannot be read: ${e instanceof Error ? e.message : String(e)}`, remedy: '',
       });
     }
@@ -318,7 +424,7 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
         findings.push({
           severity: usesEtc ? 'loop' : 'warning', zone: '.', block: bound?.label ?? '', upstream: hp(host, 53),
           origin: `${kubelet.file}:${n.line}`,
-          message: `kubelet's resolvConf (${opts.kubeletConfig}:${kubelet.line}) is ${kubelet.file}, which lists ${host} at line ${n.line}: `
+          message: `kubelet's resolvConf (${kubelet.line > 0 ? `${kubeletConfig}:${kubelet.line}` : `${kubeletConfig}, unset: the default`}) is ${kubelet.file}, which lists ${host} at line ${n.line}: `
             + (cls === 'loopback' ? 'pods with dnsPolicy Default (CoreDNS among them) get a loopback nameserver, which inside a pod is the pod itself' : 'that is a node-local cache address this Corefile binds')
             + (usesEtc ? '; this Corefile forwards to /etc/resolv.conf, which in such a pod is that file: forwarding loop' : ''),
           remedy: remedyFor(origin),
@@ -331,7 +437,7 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
       const r = blocks.find((b) => receiver([b], d.host, d.port, '.', locals) !== undefined);
       if (r !== undefined && !findings.some((f) => f.severity === 'loop' && f.path?.includes(hp(d.host, d.port)))) {
         findings.push({
-          severity: 'info', zone: '.', block: r.label, upstream: hp(d.host, d.port), origin: `${opts.resolvedConf}:${d.line}`,
+          severity: 'info', zone: '.', block: r.label, upstream: hp(d.host, d.port), origin: `${d.file}:${d.line}`,
           message: `systemd-resolved forwards to this server (DNS=${d.host}); fine as long as this server never forwards to resolved's stub (127.0.0.53) or to a resolv.conf naming it`,
           remedy: '',
         });
@@ -349,18 +455,22 @@ export function diagnose(opts: DoctorOptions): DoctorReport {
   const order: Record<Severity, number> = { loop: 0, warning: 1, info: 2 };
   findings.sort((a, b) => order[a.severity] - order[b.severity]);
   return {
-    corefile: opts.conf, files: [...files], interfaces: [...locals], kubeletResolvConf: kubeletFile, findings,
+    schemaVersion: DOCTOR_SCHEMA_VERSION, corefile: opts.conf, validation, files: [...files], interfaces: [...locals],
+    kubeletConfig, kubeletResolvConf: kubeletFile, resolvedFiles: resolvedConfs, findings,
     loops: findings.filter((f) => f.severity === 'loop').length,
   };
 }
 
 export function formatReport(r: DoctorReport): string {
   const out: string[] = [];
+  if (r.validation.error !== undefined) {
+    return `nodens doctor: ${r.corefile}: the server would refuse this Corefile:\n${r.validation.error}\n`;
+  }
   out.push(`nodens doctor: ${r.corefile} (read: ${r.files.join(', ')})`);
   out.push(`local addresses: ${r.interfaces.join(', ')}`);
   for (const f of r.findings) {
     const tag = f.severity === 'loop' ? 'LOOP' : f.severity === 'warning' ? 'WARN' : 'INFO';
-    out.push(`${tag} zone ${JSON.stringify(f.zone)}${f.block !== '' ? ` block ${f.block}` : ''}: ${f.message}`);
+    out.push(`${tag}${f.zone !== '' ? ` zone ${JSON.stringify(f.zone)}` : ''}${f.block !== '' ? ` block ${f.block}` : ''}: ${f.message}`);
     if (f.remedy !== '') out.push(`     ${f.remedy}`);
   }
   const w = r.findings.filter((f) => f.severity === 'warning').length;
@@ -368,13 +478,16 @@ export function formatReport(r: DoctorReport): string {
   return out.join('\n') + '\n';
 }
 
-const USAGE = `Usage: nodens doctor [-conf FILE] [--kubelet-config FILE] [--resolved-conf FILE] [--json]
-Predicts forwarding loops from a Corefile, the files it references, this host's addresses,
-kubelet's resolvConf and systemd-resolved's configuration. Exit status 1 when a loop is predicted.
+const USAGE = `Usage: nodens doctor [-conf FILE] [--kubelet-config FILE] [--resolved-conf FILE] [--root DIR] [--json]
+Validates a Corefile as \`nodens validate\` does, then predicts forwarding loops from it, the files it
+references, this host's addresses, kubelet's resolvConf (DIR/var/lib/kubelet/config.yaml unless
+--kubelet-config) and systemd-resolved's configuration (DIR/etc/systemd/resolved.conf and the drop-in
+directories unless --resolved-conf; DIR defaults to /). Exit status 1 when the server would refuse the
+Corefile or a loop is predicted, 2 on a usage or read error.
 `;
 
 /** Entry point of `nodens doctor ARGS`; returns the exit status. */
-export function runDoctor(argv: string[]): number {
+export async function runDoctor(argv: string[]): Promise<number> {
   const opts: DoctorOptions = { conf: 'Corefile' };
   let json = false;
   for (let i = 0; i < argv.length; i++) {
@@ -391,6 +504,7 @@ export function runDoctor(argv: string[]): number {
         case '-conf': opts.conf = val(); break;
         case '-kubelet-config': opts.kubeletConfig = val(); break;
         case '-resolved-conf': opts.resolvedConf = val(); break;
+        case '-root': opts.root = val(); break;
         case '-json': json = true; break;
         case '-h': case '-help': process.stdout.write(USAGE); return 0;
         default: throw new Error(`unknown flag: ${argv[i]}`);
@@ -402,11 +516,23 @@ export function runDoctor(argv: string[]): number {
   }
   let report: DoctorReport;
   try {
-    report = diagnose(opts);
+    readFileSync(opts.conf);
+    const v = await validateConf(opts.conf, '53');
+    const validation = { ok: v.ok, error: v.error, warnings: v.warnings };
+    for (const n of v.notices) process.stderr.write(n + '\n');
+    report = v.error !== undefined ? refused(opts, validation) : await diagnose(opts, validation);
   } catch (e) {
     process.stderr.write(`nodens doctor: ${e instanceof Error ? e.message : String(e)}\n`);
     return 2;
   }
   process.stdout.write(json ? JSON.stringify(report, null, 2) + '\n' : formatReport(report));
-  return report.loops > 0 ? 1 : 0;
+  return report.loops > 0 || report.validation.error !== undefined ? 1 : 0;
+}
+
+/** The report on a Corefile the server would refuse: nothing else is checked. */
+function refused(opts: DoctorOptions, validation: DoctorReport['validation']): DoctorReport {
+  return {
+    schemaVersion: DOCTOR_SCHEMA_VERSION, corefile: opts.conf, validation, files: [opts.conf], interfaces: [],
+    resolvedFiles: [], findings: [], loops: 0,
+  };
 }

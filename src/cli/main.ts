@@ -1,6 +1,6 @@
 // The `nodens` command: CoreDNS's flags, startup output, signals and exit
-// statuses. The only module that ends the process. `nodens doctor` and
-// `nodens node-cache` are subcommands.
+// statuses. The only module that ends the process. `nodens doctor`,
+// `nodens validate` and `nodens node-cache` are subcommands.
 
 import { writeSync } from 'node:fs';
 import { createRegistry } from '../index.ts';
@@ -23,7 +23,8 @@ function err(s: string): void { writeSync(2, s); }
 
 export async function main(argv: string[]): Promise<void> {
   // Loaded only for the subcommand: a server's start does not pay for its imports.
-  if (argv[0] === 'doctor') process.exit((await import('./doctor.ts')).runDoctor(argv.slice(1)));
+  if (argv[0] === 'doctor') process.exit(await (await import('./doctor.ts')).runDoctor(argv.slice(1)));
+  if (argv[0] === 'validate') process.exit(await (await import('./validate.ts')).runValidate(argv.slice(1)));
   // An exception nothing caught (a plugin's, rethrown by the core when the debug plugin is on, or a bug)
   // ends the process as an unrecovered Go panic ends CoreDNS: its report on stderr, exit status 2.
   process.on('uncaughtException', (e) => {

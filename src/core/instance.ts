@@ -37,6 +37,11 @@ export interface InstanceOptions {
   lineage?: Lineage;
   /** The server's metrics registry (default: the process's). */
   metrics?: MetricsRegistry;
+  /**
+   * Called before each directive's setup in each block, with where the directive is written
+   * (`nodens validate` places the setup's warnings with it).
+   */
+  onSetup?: (directive: string, file: string, line: number) => void;
 }
 
 /** The store of one server across its reloads. */
@@ -174,17 +179,18 @@ export class Instance implements InstanceServices {
       if (addrs.length === 0) continue;
       inst.blocks.push(new Block(addrs, sb, file));
     }
-    await inst.setupPlugins(registry);
+    await inst.setupPlugins(registry, opts.onSetup);
     inst.buildTables();
     return inst;
   }
 
-  private async setupPlugins(registry: PluginRegistry): Promise<void> {
+  private async setupPlugins(registry: PluginRegistry, onSetup: InstanceOptions['onSetup']): Promise<void> {
     for (const name of registry.directives()) {
       const def = registry.get(name)!;
       for (const block of this.blocks) {
         const tokens = block.tokens.get(name);
         if (tokens === undefined) continue;
+        if (onSetup !== undefined && tokens[0] !== undefined) onSetup(name, tokens[0].file, tokens[0].line);
         const ctx = this.setupContext(name, block, new Dispenser(tokens));
         try {
           await def.setup(ctx);

@@ -142,7 +142,9 @@ test('`loop { action exit }`: diagnosis line, then the CoreDNS-shaped FATAL, exi
 test('nodens doctor predicts seed 001, 000/002 and 004 loops and exits 1; a clean Corefile exits 0', () => {
   const dir = mkdtempSync(join(tmpdir(), 'nodens-doctor-'));
   const w = (n: string, t: string): string => { const f = join(dir, n); writeFileSync(f, t); return f; };
-  const run = (...args: string[]) => spawnSync(BIN, ['doctor', ...args], { encoding: 'utf8', cwd: dir });
+  // An empty root: this machine's own systemd-resolved and kubelet files stay out of the predictions.
+  const root = mkdtempSync(join(tmpdir(), 'nodens-doctor-root-'));
+  const run = (...args: string[]) => spawnSync(BIN, ['doctor', '--root', root, ...args], { encoding: 'utf8', cwd: dir });
 
   const seed1 = run('-conf', w('c1', SEED_001));
   assert.equal(seed1.status, 1, seed1.stdout + seed1.stderr);
@@ -154,7 +156,9 @@ test('nodens doctor predicts seed 001, 000/002 and 004 loops and exits 1; a clea
   const j = JSON.parse(seed0.stdout) as { loops: number; findings: Array<{ severity: string; origin: string; remedy: string }> };
   assert.equal(j.loops, 1);
   assert.equal(j.findings[0]!.origin, `${rc}:2`);
-  assert.match(j.findings[0]!.remedy, /resolvConf/);
+  // No kubelet involved (no kubelet config, a resolv.conf of its own): the remedy does not send the operator to kubelet.
+  assert.match(j.findings[0]!.remedy, /DNSStubListener=no/);
+  assert.doesNotMatch(j.findings[0]!.remedy, /kubelet/);
 
   const nl = w('resolv-nl.conf', 'options timeout:2 attempts:3 rotate single-request-reopen\nnameserver 169.254.25.10\n');
   const seed4 = run('-conf', w('c4', `cluster.local:53 {\n    bind 169.254.25.10\n    forward . 10.96.0.10\n}\n.:53 {\n    bind 169.254.25.10\n    loop\n    forward . ${nl}\n}\n`));
