@@ -1,12 +1,15 @@
 // Side-by-side conformance: each case's Corefile runs in the reference CoreDNS and in the subject (nodens),
 // both get the same queries, and the replies must match after the normalisations the case declares.
 //
-//   npm run conformance [-- [--subject PATH] [--reference PATH] [-v] [CASE ...]]
+//   npm run conformance [-- [--subject PATH] [--reference PATH] [--apiserver both|test|real] [-v] [CASE ...]]
 //
 // Subject: --subject, else $NODENS_SUBJECT, else bin/nodens if present, else the reference itself (a warning
 // says so: that mode checks the harness, not nodens). Reference: --reference, else scripts/coredns-reference.sh.
 // Each server gets `-conf <case>/Corefile -dns.port <free port> -quiet`, runs with the case folder as cwd and
 // NODENS_CONFORMANCE_SIDE=reference|subject in its environment (so a Corefile may say {$NODENS_CONFORMANCE_SIDE}).
+// A case whose Corefile says {$NODENS_K8S_KUBECONFIG} runs against the in-repo test API server (test/k8s-api) and
+// again against a real kube-apiserver (scripts/k8s-reference.sh) holding the same cluster: --apiserver (or
+// $NODENS_CONFORMANCE_APISERVER) picks test, real or both (the default).
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -59,14 +62,20 @@ interface Fixture {
   stop(): Promise<void>;
 }
 
+type ApiServerKind = 'test' | 'real';
+
+function stateFileOf(dir: string): string {
+  const own = path.join(dir, 'state.json');
+  return existsSync(own) ? own : path.join(REPO, 'test/k8s-api/fixtures/cluster.json');
+}
+
 /**
  * Hook for cases whose Corefile says {$NODENS_K8S_KUBECONFIG}: the test Kubernetes API server (test/k8s-api) serving
  * the case's state.json (else test/k8s-api/fixtures/cluster.json), and a kubeconfig pointing at it for both servers.
  */
 async function startK8sApi(dir: string): Promise<Fixture> {
   const mod = await import('../k8s-api/server.ts');
-  const own = path.join(dir, 'state.json');
-  const stateFile = existsSync(own) ? own : path.join(REPO, 'test/k8s-api/fixtures/cluster.json');
+  const stateFile = stateFileOf(dir);
   const api = new mod.K8sApiServer(mod.readState(stateFile));
   await api.start(0);
   const tmp = mkdtempSync(path.join(tmpdir(), 'nodens-conformance-k8s-'));
@@ -80,6 +89,47 @@ async function startK8sApi(dir: string): Promise<Fixture> {
       rmSync(tmp, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The same hook with a real kube-apiserver and etcd loaded with the case's state (lib/real-k8s.ts). Cases only read
+ * the cluster, so one API server serves consecutive cases with the same state; stopRealApi() ends the last one.
+ */
+let realApi: { key: string; loaded: import('./lib/real-k8s.ts').Loaded } | undefined;
+
+async function startRealK8sApi(dir: string): Promise<Fixture & { omitted: string[]; reused: boolean }> {
+  const stateFile = stateFileOf(dir);
+  const key = readFileSync(stateFile, 'utf8');
+  const reused = realApi?.key === key;
+  if (!reused) {
+    await stopRealApi();
+    const { startRealCluster } = await import('./lib/real-k8s.ts');
+    realApi = { key, loaded: await startRealCluster(stateFile) };
+  }
+  const { api, omitted } = realApi!.loaded;
+  // The context is named as in the test server's kubeconfig: a Corefile may select it (`kubeconfig FILE nodens-test`).
+  const kc = path.join(api.dir, 'kubeconfig-conformance');
+  if (!reused) {
+    writeFileSync(kc, JSON.stringify({
+      apiVersion: 'v1', kind: 'Config', 'current-context': 'nodens-test',
+      clusters: [{ name: 'real', cluster: { server: api.url, 'certificate-authority': api.caFile } }],
+      users: [{ name: 'admin', user: { token: api.token } }],
+      contexts: [{ name: 'nodens-test', context: { cluster: 'real', user: 'admin' } }],
+    }, null, 2));
+  }
+  return {
+    port: Number(new URL(api.url).port),
+    env: { NODENS_K8S_KUBECONFIG: kc },
+    omitted: omitted.map((o) => `${o.object} (${o.why})`),
+    reused,
+    stop: async () => { /* kept for the next case; stopRealApi() ends it */ },
+  };
+}
+
+async function stopRealApi(): Promise<void> {
+  const r = realApi;
+  realApi = undefined;
+  if (r !== undefined) await r.loaded.api.stop();
 }
 
 /** The ports and certificate of a side's DoT and DoH blocks ({$NODENS_CONFORMANCE_TLS_PORT} and friends). */
@@ -117,14 +167,21 @@ function indent(text: string, by = '    '): string {
   return text.split('\n').map((l) => by + l).join('\n');
 }
 
-interface Args { subject?: string; reference?: string; verbose: boolean; cases: string[] }
+interface Args { subject?: string; reference?: string; verbose: boolean; cases: string[]; apiservers: ApiServerKind[] }
+
+function apiServerKinds(w: string | undefined): ApiServerKind[] {
+  if (w === undefined || w === '' || w === 'both') return ['test', 'real'];
+  if (w === 'test' || w === 'real') return [w];
+  throw new Error(`--apiserver takes both, test or real, not ${w}`);
+}
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { verbose: false, cases: [] };
+  const a: Args = { verbose: false, cases: [], apiservers: apiServerKinds(process.env.NODENS_CONFORMANCE_APISERVER) };
   for (let i = 0; i < argv.length; i++) {
     const w = argv[i];
     if (w === '--subject') a.subject = argv[++i];
     else if (w === '--reference') a.reference = argv[++i];
+    else if (w === '--apiserver') a.apiservers = apiServerKinds(argv[++i]);
     else if (w === '-v' || w === '--verbose') a.verbose = true;
     else if (w.startsWith('-')) throw new Error(`unknown flag ${w}`);
     else a.cases.push(w);
@@ -152,7 +209,22 @@ async function main(): Promise<number> {
 
   let passed = 0;
   let failed = 0;
+  // Every case once (kubernetes cases against the test API server), then the kubernetes cases against the real
+  // one, grouped by cluster state so that each state is loaded into a real API server once.
+  const jobs: { name: string; apiKind: ApiServerKind | undefined }[] = [];
+  const realJobs: { name: string; apiKind: ApiServerKind; state: string }[] = [];
   for (const name of selected) {
+    const dir = path.join(CASES_DIR, name);
+    const k8sCase = readFileSync(path.join(dir, 'Corefile'), 'utf8').includes('{$NODENS_K8S_KUBECONFIG}');
+    if (!k8sCase) jobs.push({ name, apiKind: undefined });
+    if (k8sCase && args.apiservers.includes('test')) jobs.push({ name, apiKind: 'test' });
+    if (k8sCase && args.apiservers.includes('real')) realJobs.push({ name, apiKind: 'real', state: stateFileOf(dir) });
+  }
+  const stateOrder = [...new Set(realJobs.map((j) => readFileSync(j.state, 'utf8')))];
+  realJobs.sort((a, b) => stateOrder.indexOf(readFileSync(a.state, 'utf8')) - stateOrder.indexOf(readFileSync(b.state, 'utf8')));
+  jobs.push(...realJobs);
+  let realSeconds = 0;
+  for (const { name, apiKind } of jobs) {
     const dir = path.join(CASES_DIR, name);
     const cfg = loadCaseConfig(dir);
     const queries = parseQueriesFile(readFileSync(path.join(dir, 'queries.txt'), 'utf8'));
@@ -161,68 +233,81 @@ async function main(): Promise<number> {
       cfg.shuffle ? 'shuffle' : '', cfg.ttlDecay ? `ttlDecay=${cfg.ttlDecay}` : '',
       ...Object.keys(cfg.ignore ?? {}).map((k) => `ignore ${k}`),
     ].filter(Boolean);
-    console.log(`\n== ${name}${declared.length ? `  [${declared.join(', ')}]` : ''}`);
     const conf = path.join(dir, 'Corefile');
-    const servers: Running[] = [];
-    const fixtures: Fixture[] = [];
-    try {
-      const env: Record<string, string> = {};
-      if (readFileSync(conf, 'utf8').includes('{$NODENS_K8S_KUBECONFIG}')) {
-        const k8s = await startK8sApi(dir);
-        fixtures.push(k8s);
-        Object.assign(env, k8s.env);
-        norm.soaSerial = true;
-        console.log(`  (test Kubernetes API server from test/k8s-api on :${k8s.port}; SOA serials masked: they are the time each server saw its last change)`);
-      }
-      const text = readFileSync(conf, 'utf8');
-      const secure = text.includes('{$NODENS_CONFORMANCE_TLS_PORT}') || text.includes('{$NODENS_CONFORMANCE_HTTPS_PORT}');
-      const refSecure = secure ? await securePorts() : undefined;
-      const subSecure = secure ? await securePorts() : undefined;
-      const [ref, sub] = await Promise.all([
-        startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { ...env, ...refSecure?.env, NODENS_CONFORMANCE_SIDE: 'reference' } }),
-        startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { ...env, ...subSecure?.env, NODENS_CONFORMANCE_SIDE: 'subject' } }),
-      ]);
-      servers.push(ref, sub);
-      const ready = await Promise.allSettled([waitReady(ref, cfg.probe), waitReady(sub, cfg.probe)]);
-      const problems = ready.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason?.message ?? r));
-      if (problems.length) {
-        console.log(`  FAIL could not start:\n${problems.map((p) => indent(p)).join('\n')}`);
-        failed += queries.length;
-        continue;
-      }
-      for (const q of queries) {
-        const id = 1 + Math.floor(Math.random() * 65534);
-        // A signed query is signed once: both servers get the same bytes (same time, same MAC).
-        const { wire, ctx } = q.tsig ? signQuery(encodeQuery(q, id), q.tsig) : { wire: encodeQuery(q, id), ctx: undefined };
-        const [ra, rb] = await Promise.all([ask(ref, q, wire, refSecure?.ports), ask(sub, q, wire, subSecure?.ports)]);
-        const pa = parseReply(ra, id, ctx);
-        const pb = parseReply(rb, id, ctx);
-        if (ra.note !== undefined) pa.head.unshift(`;; ${ra.note}`);
-        if (rb.note !== undefined) pb.head.unshift(`;; ${rb.note}`);
-        const [la, lb] = renderPair(pa, pb, norm);
-        const same = la.length === lb.length && la.every((l, i) => l === lb[i]);
-        if (same) {
-          passed++;
-          console.log(`  ok   ${q.line}`);
-          if (args.verbose) console.log(indent(la.join('\n').replace(/\t/g, '  '), '       '));
-        } else {
-          failed++;
-          console.log(`  FAIL ${q.line}`);
-          console.log(sideBySide(la, lb, `reference (CoreDNS) :${ref.port}`, `subject (${subjectName}) :${sub.port}`));
+    const caseStart = Date.now();
+    {
+      console.log(`\n== ${name}${apiKind === undefined ? '' : ` (API server: ${apiKind})`}${declared.length ? `  [${declared.join(', ')}]` : ''}`);
+      const servers: Running[] = [];
+      const fixtures: Fixture[] = [];
+      try {
+        const env: Record<string, string> = {};
+        if (apiKind === 'test') {
+          const k8s = await startK8sApi(dir);
+          fixtures.push(k8s);
+          Object.assign(env, k8s.env);
+          norm.soaSerial = true;
+          console.log(`  (API server: test, from test/k8s-api on :${k8s.port}; SOA serials masked: they are the time each server saw its last change)`);
+        } else if (apiKind === 'real') {
+          const t0 = Date.now();
+          const k8s = await startRealK8sApi(dir);
+          Object.assign(env, k8s.env);
+          norm.soaSerial = true;
+          console.log(`  (API server: real kube-apiserver on :${k8s.port}, ${k8s.reused ? 'same cluster as the case before' : `started and loaded with kubectl in ${((Date.now() - t0) / 1000).toFixed(1)} s`}; SOA serials masked)`);
+          for (const o of k8s.omitted) console.log(`  (not in the real cluster, which refuses it: ${o})`);
         }
+        const text = readFileSync(conf, 'utf8');
+        const secure = text.includes('{$NODENS_CONFORMANCE_TLS_PORT}') || text.includes('{$NODENS_CONFORMANCE_HTTPS_PORT}');
+        const refSecure = secure ? await securePorts() : undefined;
+        const subSecure = secure ? await securePorts() : undefined;
+        const [ref, sub] = await Promise.all([
+          startServer({ name: 'reference', command: reference, conf, cwd: dir, env: { ...env, ...refSecure?.env, NODENS_CONFORMANCE_SIDE: 'reference' } }),
+          startServer({ name: subjectName, command: subject, conf, cwd: dir, env: { ...env, ...subSecure?.env, NODENS_CONFORMANCE_SIDE: 'subject' } }),
+        ]);
+        servers.push(ref, sub);
+        const ready = await Promise.allSettled([waitReady(ref, cfg.probe), waitReady(sub, cfg.probe)]);
+        const problems = ready.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason?.message ?? r));
+        if (problems.length) {
+          console.log(`  FAIL could not start:\n${problems.map((p) => indent(p)).join('\n')}`);
+          failed += queries.length;
+          continue;
+        }
+        for (const q of queries) {
+          const id = 1 + Math.floor(Math.random() * 65534);
+          // A signed query is signed once: both servers get the same bytes (same time, same MAC).
+          const { wire, ctx } = q.tsig ? signQuery(encodeQuery(q, id), q.tsig) : { wire: encodeQuery(q, id), ctx: undefined };
+          const [ra, rb] = await Promise.all([ask(ref, q, wire, refSecure?.ports), ask(sub, q, wire, subSecure?.ports)]);
+          const pa = parseReply(ra, id, ctx);
+          const pb = parseReply(rb, id, ctx);
+          if (ra.note !== undefined) pa.head.unshift(`;; ${ra.note}`);
+          if (rb.note !== undefined) pb.head.unshift(`;; ${rb.note}`);
+          const [la, lb] = renderPair(pa, pb, norm);
+          const same = la.length === lb.length && la.every((l, i) => l === lb[i]);
+          if (same) {
+            passed++;
+            console.log(`  ok   ${q.line}`);
+            if (args.verbose) console.log(indent(la.join('\n').replace(/\t/g, '  '), '       '));
+          } else {
+            failed++;
+            console.log(`  FAIL ${q.line}`);
+            console.log(sideBySide(la, lb, `reference (CoreDNS) :${ref.port}`, `subject (${subjectName}) :${sub.port}`));
+          }
+        }
+        for (const s of servers) {
+          const ex = s.exited();
+          if (ex) console.log(`  note: ${s.name} exited during the case (code ${ex.code}, signal ${ex.signal}):\n${indent(s.output())}`);
+        }
+      } catch (e) {
+        console.log(`  FAIL ${(e as Error).stack ?? e}`);
+        failed += queries.length || 1;
+      } finally {
+        await Promise.all(servers.map((s) => s.stop()));
+        for (const f of fixtures) await f.stop();
+        if (apiKind === 'real') realSeconds += (Date.now() - caseStart) / 1000;
       }
-      for (const s of servers) {
-        const ex = s.exited();
-        if (ex) console.log(`  note: ${s.name} exited during the case (code ${ex.code}, signal ${ex.signal}):\n${indent(s.output())}`);
-      }
-    } catch (e) {
-      console.log(`  FAIL ${(e as Error).stack ?? e}`);
-      failed += queries.length || 1;
-    } finally {
-      await Promise.all(servers.map((s) => s.stop()));
-      for (const f of fixtures) await f.stop();
     }
   }
+  await stopRealApi();
+  if (realJobs.length > 0) console.log(`\n${realJobs.length} kubernetes cases against the real kube-apiserver took ${realSeconds.toFixed(0)} s`);
   console.log(`\n${passed} passed, ${failed} failed`);
   return failed ? 1 : 0;
 }

@@ -3,14 +3,16 @@
 // Configuration (kubeconfig, in-cluster service account, `endpoint` + `tls`) is
 // loaded with @kubernetes/client-node's KubeConfig, which also applies the
 // credentials (CA, client certificate, bearer token, token file, exec/auth
-// providers) to each request through applyToHTTPSOptions. The HTTP requests
+// providers) to each request through applyToHTTPSOptions; a kubeconfig user's
+// `tokenFile`, which client-node ignores, is read here (TokenFileSource). The HTTP requests
 // themselves are plain node:http/https requests: list/watch needs streaming
 // bodies, per-request abort and exact control of the query parameters that
 // client-node's own Watch/ListWatch does not give (see reflector.ts).
 
 import http from 'node:http';
 import https from 'node:https';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 // Type-only at load time: @kubernetes/client-node costs ~0.9 s and ~60 MB to import, so it is
 // loaded only when a Corefile actually uses the kubernetes plugin.
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -27,10 +29,79 @@ export interface ConnectionSpec {
 
 const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
+/** How long a token read from a tokenFile is used before the file is read again (client-go: 1 minute less 10 s leeway). */
+export const TOKEN_FILE_REREAD_MS = 50_000;
+
+/**
+ * A kubeconfig user's `tokenFile:` as client-go's cached file token source reads it: trimmed, re-read once the
+ * last read is 50 s old, the last good token kept when a re-read fails (empty or unreadable file), the
+ * kubeconfig's own `token:` (or the first read) when no read ever succeeded. A 401 does not make it read the file
+ * sooner: client-go's bearer-token round tripper never resets that cache.
+ */
+export class TokenFileSource {
+  readonly path: string;
+  private readonly fallback: string;
+  private readonly now: () => number;
+  private cached: string | undefined;
+  private readAt = 0;
+
+  constructor(file: string, fallback: string, now: () => number = Date.now) {
+    this.path = file;
+    this.fallback = fallback;
+    this.now = now;
+  }
+
+  token(): string {
+    const t = this.now();
+    if (this.cached !== undefined && t - this.readAt < TOKEN_FILE_REREAD_MS) return this.cached;
+    try {
+      const tok = readFileSync(this.path, 'utf8').trim();
+      if (tok !== '') {
+        this.cached = tok;
+        this.readAt = t;
+      }
+    } catch { /* keep the last good token, as client-go does */ }
+    return this.cached ?? this.fallback;
+  }
+}
+
+const tokenFiles = new WeakMap<KubeConfig, TokenFileSource>();
+
+/** The tokenFile source of a KubeConfig made by loadKubeConfig, if its user has one. */
+export function tokenFileOf(kc: KubeConfig): TokenFileSource | undefined {
+  return tokenFiles.get(kc);
+}
+
+interface RawKubeconfig { users?: { name?: string; user?: { token?: string; tokenFile?: string } }[] }
+
+/** The current user's tokenFile (relative to the kubeconfig's folder, as client-go resolves it), read once now. */
+function attachTokenFile(kc: KubeConfig, file: string, raw: RawKubeconfig): void {
+  const userName = kc.getCurrentUser()?.name;
+  const entry = (raw.users ?? []).find((u) => u.name === userName)?.user;
+  const tf = entry?.tokenFile;
+  if (typeof tf !== 'string' || tf === '') return;
+  const abs = path.resolve(path.dirname(file), tf);
+  let fallback = entry?.token ?? '';
+  if (fallback === '') {
+    // client-go reads the file when the kubeconfig is loaded and fails then if it cannot.
+    try {
+      fallback = readFileSync(abs, 'utf8').trim();
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new Error(code === 'ENOENT' ? `open ${abs}: no such file or directory` : code === 'EACCES' ? `open ${abs}: permission denied` : `open ${abs}: ${(e as Error).message}`);
+    }
+  }
+  tokenFiles.set(kc, new TokenFileSource(abs, fallback));
+}
+
 /** Builds the KubeConfig the way CoreDNS's getClientConfig chooses its source. Throws with client-go's texts. */
 export async function loadKubeConfig(spec: ConnectionSpec): Promise<KubeConfig> {
   const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
   const kc = loadKubeConfigFrom(spec, new KubeConfigClass());
+  if (spec.kubeconfig !== undefined) {
+    const { loadYaml } = await import('@kubernetes/client-node');
+    attachTokenFile(kc, spec.kubeconfig.path, loadYaml<RawKubeconfig>(readFileSync(spec.kubeconfig.path, 'utf8')) ?? {});
+  }
   // client-go talks plain HTTP to an http:// server; client-node refuses unless
   // skipTLSVerify is set, which means nothing without TLS anyway.
   const c = kc.getCurrentCluster();
@@ -215,6 +286,11 @@ export class ApiClient {
       agent: watch ? this.watchAgent : this.agent,
     };
     await this.kc.applyToHTTPSOptions(opts);
+    const tokenFile = tokenFileOf(this.kc);
+    if (tokenFile !== undefined) {
+      const tok = tokenFile.token();
+      if (tok !== '') (opts.headers as Record<string, string>).Authorization = `Bearer ${tok}`;
+    }
     trimBearer(opts.headers as Record<string, string>);
     const mod = url.protocol === 'https:' ? https : http;
     const t0 = performance.now();
