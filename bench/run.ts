@@ -4,6 +4,7 @@
 //   npm run bench                 full run (~20 s per server and scenario), writes docs/benchmarks.md
 //   npm run bench -- --smoke      a few seconds per run (CI); prints the table, writes nothing
 //   options: --duration S  --servers nodens,coredns,unbound,ceiling  --scenarios hosts,cache-hit,...  --write FILE  --no-write
+//            --nodens PATH (another build's bin/nodens, for A/B runs)
 //
 // The server under test runs on core 0 (`taskset -c 0`), dnsperf and the shared upstream (an unbound answering
 // every name of a few redirect zones) on core 1. p99 comes from dnsperf -v, which prints each query's latency.
@@ -24,10 +25,11 @@ interface Opts {
   servers: ServerName[];
   scenarios: string[] | undefined;
   write: string | undefined;
+  nodens: string | undefined;
 }
 
 function parseArgs(argv: string[]): Opts {
-  const o: Opts = { smoke: false, duration: 20, servers: ALL_SERVERS, scenarios: undefined, write: path.join(REPO, 'docs/benchmarks.md') };
+  const o: Opts = { smoke: false, duration: 20, servers: ALL_SERVERS, scenarios: undefined, write: path.join(REPO, 'docs/benchmarks.md'), nodens: undefined };
   let durationSet = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -37,6 +39,7 @@ function parseArgs(argv: string[]): Opts {
     else if (a === '--scenarios') o.scenarios = argv[++i].split(',');
     else if (a === '--write') o.write = path.resolve(argv[++i]);
     else if (a === '--no-write') o.write = undefined;
+    else if (a === '--nodens') o.nodens = path.resolve(argv[++i]);
     else throw new Error(`unknown flag ${a}`);
   }
   if (o.smoke) {
@@ -591,7 +594,7 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  const bins: Bins = { nodens: o.servers.includes('nodens') ? nodensBinary() : undefined, coredns: referenceBinary() };
+  const bins: Bins = { nodens: o.servers.includes('nodens') ? o.nodens ?? nodensBinary() : undefined, coredns: referenceBinary() };
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodens-bench-'));
   const upstreamPort = await freePort();
   writeFileSync(path.join(tmp, 'upstream.conf'), unboundConf(tmp, upstreamPort, upstreamBody()));
