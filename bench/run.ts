@@ -703,7 +703,7 @@ async function main(): Promise<number> {
       '```',
       '',
       '```',
-      s.fixture ? '(unbound: not applicable)' : (s.name === 'hosts' ? s.unboundServer(ctx).split('\n').slice(0, 3).join('\n') + '\n    ...' : s.unboundServer({ upstreamPort: 0, smoke: o.smoke }).replace('@0\n', '@UP\n')).trimEnd(),
+      s.fixture ? '(unbound: not applicable)' : (s.name.startsWith('hosts') ? s.unboundServer(ctx).split('\n').slice(0, 3).join('\n') + '\n    ...' : s.unboundServer({ upstreamPort: 0, smoke: o.smoke }).replace('@0\n', '@UP\n')).trimEnd(),
       '```',
       '',
     ]),
