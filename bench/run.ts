@@ -4,6 +4,7 @@
 //   npm run bench                 full run (~20 s per server and scenario), writes docs/benchmarks.md
 //   npm run bench -- --smoke      a few seconds per run (CI); prints the table, writes nothing
 //   options: --duration S  --servers nodens,coredns,unbound,ceiling  --scenarios hosts,cache-hit,...  --write FILE  --no-write
+//            --nodens PATH (another build's bin/nodens, for A/B runs)
 //
 // The server under test runs on core 0 (`taskset -c 0`), dnsperf and the shared upstream (an unbound answering
 // every name of a few redirect zones) on core 1. p99 comes from dnsperf -v, which prints each query's latency.
@@ -24,10 +25,11 @@ interface Opts {
   servers: ServerName[];
   scenarios: string[] | undefined;
   write: string | undefined;
+  nodens: string | undefined;
 }
 
 function parseArgs(argv: string[]): Opts {
-  const o: Opts = { smoke: false, duration: 20, servers: ALL_SERVERS, scenarios: undefined, write: path.join(REPO, 'docs/benchmarks.md') };
+  const o: Opts = { smoke: false, duration: 20, servers: ALL_SERVERS, scenarios: undefined, write: path.join(REPO, 'docs/benchmarks.md'), nodens: undefined };
   let durationSet = false;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -37,6 +39,7 @@ function parseArgs(argv: string[]): Opts {
     else if (a === '--scenarios') o.scenarios = argv[++i].split(',');
     else if (a === '--write') o.write = path.resolve(argv[++i]);
     else if (a === '--no-write') o.write = undefined;
+    else if (a === '--nodens') o.nodens = path.resolve(argv[++i]);
     else throw new Error(`unknown flag ${a}`);
   }
   if (o.smoke) {
@@ -79,6 +82,11 @@ interface Scenario {
    * as {$NODENS_BENCH_SECURE_PORT}, with a test certificate in {$NODENS_BENCH_CERT} and {$NODENS_BENCH_KEY}.
    */
   mode?: 'dot' | 'doh';
+  /**
+   * 2: the servers get both cores (`taskset -c 0,1`): nodens `-workers 2`, CoreDNS GOMAXPROCS=2, unbound two
+   * threads, the ceiling two processes; dnsperf is not pinned and shares both cores with the server.
+   */
+  cores?: 2;
 }
 
 const K8S_STATE = path.join(REPO, 'test/k8s-api/fixtures/cluster.json');
@@ -168,6 +176,15 @@ const scenarios: Scenario[] = [
   },
 ];
 
+// The hosts and cache-hit scenarios again with every server on both cores.
+for (const base of ['hosts', 'cache-hit']) {
+  const s = scenarios.find((x) => x.name === base)!;
+  scenarios.push({
+    ...s, name: `${base}-2cores`, cores: 2,
+    description: `as ${base}, with every server on both cores (nodens \`-workers 2\`, CoreDNS GOMAXPROCS=2, unbound 2 threads, the ceiling 2 processes) and dnsperf unpinned beside it`,
+  });
+}
+
 function forwarder(c: Ctx): string {
   // unbound answers the special-use name test. itself (RFC 6761) unless told not to
   return `    local-zone: "test." nodefault\n    do-not-query-localhost: no\n    msg-cache-size: 256m\n    rrset-cache-size: 512m\n    qname-minimisation: no\n` +
@@ -178,7 +195,7 @@ function hostsFile(): string {
   return Array.from({ length: HOSTS_N }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n';
 }
 
-function unboundConf(dir: string, port: number, body: string): string {
+function unboundConf(dir: string, port: number, body: string, threads = 1): string {
   return `server:
     interface: 127.0.0.1
     port: ${port}
@@ -191,8 +208,8 @@ function unboundConf(dir: string, port: number, body: string): string {
     use-syslog: no
     logfile: ""
     verbosity: 0
-    num-threads: 1
-    so-reuseport: no
+    num-threads: ${threads}
+    so-reuseport: ${threads > 1 ? 'yes' : 'no'}
     access-control: 127.0.0.0/8 allow
     module-config: "iterator"
     prefetch: no
@@ -245,6 +262,26 @@ function cpuSeconds(pid: number): number {
   return ticks / CLK_TCK;
 }
 
+/** utime+stime of each process of the tree, in seconds */
+function perProcessCpu(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const p of descendants(pid)) {
+    try {
+      const st = readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      out.set(p, (Number(f[11]) + Number(f[12])) / CLK_TCK);
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+/** Each process's share of the tree's CPU between two samples, largest first (only processes that used any). */
+function cpuSplit(a: Map<number, number>, b: Map<number, number>): string {
+  const d = [...b].map(([p, t]) => t - (a.get(p) ?? 0)).filter((x) => x > 0).sort((x, y) => y - x);
+  const sum = d.reduce((x, y) => x + y, 0);
+  return sum > 0 ? d.map((x) => `${Math.round((100 * x) / sum)}%`).join(' / ') : '–';
+}
+
 /** a /proc/<pid>/status field in MiB, summed over the process and its descendants */
 function statusMiB(pid: number, field: 'VmHWM' | 'VmRSS'): number {
   let kb = 0;
@@ -274,8 +311,8 @@ interface PerfResult {
   command: string;
 }
 
-function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string, mode?: 'dot' | 'doh'): PerfResult {
-  const args = ['-c', '1', 'dnsperf', '-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds),
+function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string, mode?: 'dot' | 'doh', cpus = '1'): PerfResult {
+  const args = ['-c', cpus, 'dnsperf', '-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds),
     '-n', String(passes), '-c', '4', '-q', '100', '-t', '2', '-v'];
   if (mode !== undefined) args.push('-m', mode);
   if (mode === 'doh') {
@@ -338,6 +375,8 @@ interface Row {
   idleMiB?: number;
   peakMiB?: number;
   cpuPer100k?: number;
+  /** 2-core scenarios: each process's share of the server's CPU over the run (that every worker served) */
+  split?: string;
   serverCommand?: string;
 }
 
@@ -347,18 +386,22 @@ interface Started {
   startupMs: number;
 }
 
-async function startFor(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins, env?: Record<string, string>): Promise<Started> {
+async function startFor(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins, env?: Record<string, string>, cores = 1): Promise<Started> {
   const port = await freePort();
+  const cpus = cores === 2 ? '0,1' : '0';
   let argv: string[];
   if (server === 'unbound') {
-    writeFileSync(path.join(dir, 'unbound.conf'), unboundConf(dir, port, unboundBody));
-    argv = ['taskset', '-c', '0', 'unbound', '-d', '-c', path.join(dir, 'unbound.conf')];
+    writeFileSync(path.join(dir, 'unbound.conf'), unboundConf(dir, port, unboundBody, cores));
+    argv = ['taskset', '-c', cpus, 'unbound', '-d', '-c', path.join(dir, 'unbound.conf')];
   } else if (server === 'ceiling') {
-    argv = ['taskset', '-c', '0', NODE24, path.join(REPO, 'bench/ceiling.ts'), '-dns.port', String(port)];
+    argv = ['taskset', '-c', cpus, NODE24, path.join(REPO, 'bench/ceiling.ts'), '-dns.port', String(port)];
+    if (cores === 2) argv.push('-workers', '2');
   } else {
     writeFileSync(path.join(dir, 'Corefile'), corefile);
     const bin = server === 'nodens' ? bins.nodens! : bins.coredns;
-    argv = ['taskset', '-c', '0', bin, '-conf', path.join(dir, 'Corefile'), '-dns.port', String(port), '-quiet'];
+    argv = ['taskset', '-c', cpus, bin, '-conf', path.join(dir, 'Corefile'), '-dns.port', String(port), '-quiet'];
+    if (cores === 2 && server === 'nodens') argv.push('-workers', '2');
+    if (cores === 2 && server === 'coredns') env = { ...env, GOMAXPROCS: '2' };
   }
   const t0 = performance.now();
   const proc = spawnArgv(server, argv, dir, port, env);
@@ -400,7 +443,7 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
       env = { ...env, NODENS_BENCH_SECURE_PORT: String(securePort), NODENS_BENCH_CERT: c.cert, NODENS_BENCH_KEY: c.key };
     }
     const corefile = server === 'nodens' && s.nodensCorefile !== undefined ? s.nodensCorefile(ctx) : s.corefile(ctx);
-    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, env);
+    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, env, s.cores);
   } catch (e) {
     await fixture?.stop();
     const msg = (e as Error).message;
@@ -415,13 +458,18 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
     const pid = st.proc.proc.pid!;
     row.idleMiB = statusMiB(pid, 'VmRSS');
     const perfPort = securePort ?? st.proc.port;
-    if (s.warm) dnsperf(perfPort, qfile, 5, 1, path.join(dir, 'warm.out'), s.mode);
+    const perfCpus = s.cores === 2 ? '0,1' : '1';
+    // -workers: each worker has its own cache, and the kernel picks the worker per source port, so every
+    // worker needs its own warm-up pass to be answering from its cache: several passes from fresh ports.
+    if (s.warm) for (let i = 0; i < (s.cores ?? 1); i++) dnsperf(perfPort, qfile, 5, 1, path.join(dir, 'warm.out'), s.mode, perfCpus);
+    const perProc0 = s.cores === 2 ? perProcessCpu(pid) : undefined;
     const c0 = cpuSeconds(pid);
     const lines = s.queries(ctx).length;
     const maxQueries = o.smoke ? 1_000_000 : 20_000_000;
     const passes = s.once ? 1 : Math.max(1, Math.ceil(maxQueries / lines));
-    const perf = dnsperf(perfPort, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'), s.mode);
+    const perf = dnsperf(perfPort, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'), s.mode, perfCpus);
     const c1 = cpuSeconds(pid);
+    if (perProc0 !== undefined) row.split = cpuSplit(perProc0, perProcessCpu(pid));
     row.perf = perf;
     row.peakMiB = statusMiB(pid, 'VmHWM');
     row.cpuPer100k = perf.completed ? ((c1 - c0) / perf.completed) * 100_000 : NaN;
@@ -546,7 +594,7 @@ async function main(): Promise<number> {
       return 1;
     }
   }
-  const bins: Bins = { nodens: o.servers.includes('nodens') ? nodensBinary() : undefined, coredns: referenceBinary() };
+  const bins: Bins = { nodens: o.servers.includes('nodens') ? o.nodens ?? nodensBinary() : undefined, coredns: referenceBinary() };
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodens-bench-'));
   const upstreamPort = await freePort();
   writeFileSync(path.join(tmp, 'upstream.conf'), unboundConf(tmp, upstreamPort, upstreamBody()));
@@ -566,7 +614,8 @@ async function main(): Promise<number> {
         const r = await runOne(s, server, ctx, o, tmp, bins);
         rows.push(r);
         console.log(r.status === 'ok' && r.perf
-          ? `${r.perf.qps.toFixed(0)} qps, avg ${r.perf.avgMs.toFixed(3)} ms, p99 ${r.perf.p99Ms.toFixed(3)} ms, lost ${r.perf.lost}, ${r.perf.rcodes}`
+          ? `${r.perf.qps.toFixed(0)} qps, avg ${r.perf.avgMs.toFixed(3)} ms, p99 ${r.perf.p99Ms.toFixed(3)} ms, lost ${r.perf.lost}, ${r.perf.rcodes}` +
+            `, CPU ${fmt(r.cpuPer100k, 2)} s/100k${r.split ? `, CPU by process ${r.split}` : ''}`
           : r.status);
         if (server !== 'nodens' && r.status !== 'ok' && !r.status.startsWith('n/a')) bad = true;
       }
@@ -609,6 +658,13 @@ async function main(): Promise<number> {
     '- **ceiling** (hosts and cache-hit only) is bench/ceiling.ts on the same Node 24, pinned like the servers: a UDP server that',
     '  parses nothing and returns each datagram with QR set and one fixed A record appended. It is how fast a Node server',
     '  can answer on this machine at all; "nodens / ceiling" is the share of that nodens reaches.',
+    '- **-2cores** scenarios: every server gets both cores (`taskset -c 0,1`): nodens `-workers 2` (two worker processes on',
+    '  SO_REUSEPORT sockets; the primary only supervises), CoreDNS GOMAXPROCS=2, unbound `num-threads: 2`, the ceiling two',
+    '  processes on SO_REUSEPORT sockets. The machine has only two cores, so dnsperf is not pinned and runs on the same two',
+    '  cores: the server gets what the load generator leaves, and QPS is lower than two cores\' worth would give. The',
+    '  ratios between servers stay comparable (the same dnsperf load each time); CPU / query is the cleaner figure.',
+    '  Each worker or thread warms its own cache (one warm-up pass per core). "CPU by process" lists each process\'s',
+    '  share of the server\'s CPU over the run: two similar shares mean both workers answered.',
     '',
     '## Scenarios',
     '',
@@ -621,6 +677,8 @@ async function main(): Promise<number> {
     '',
     ...table(rows),
     '',
+    ...(rows.some((r) => r.split) ? ['CPU by process (2-core scenarios; the process tree\'s CPU over the run, largest first):', '',
+      ...rows.filter((r) => r.split).map((r) => `- ${r.scenario} / ${r.server}: ${r.split}`), ''] : []),
     '### nodens / CoreDNS (and nodens / ceiling)',
     '',
     ...ratios(rows),
@@ -645,7 +703,7 @@ async function main(): Promise<number> {
       '```',
       '',
       '```',
-      s.fixture ? '(unbound: not applicable)' : (s.name === 'hosts' ? s.unboundServer(ctx).split('\n').slice(0, 3).join('\n') + '\n    ...' : s.unboundServer({ upstreamPort: 0, smoke: o.smoke }).replace('@0\n', '@UP\n')).trimEnd(),
+      s.fixture ? '(unbound: not applicable)' : (s.name.startsWith('hosts') ? s.unboundServer(ctx).split('\n').slice(0, 3).join('\n') + '\n    ...' : s.unboundServer({ upstreamPort: 0, smoke: o.smoke }).replace('@0\n', '@UP\n')).trimEnd(),
       '```',
       '',
     ]),

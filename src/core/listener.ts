@@ -6,6 +6,7 @@
 // ServerTLS: without one it serves plain DNS over TCP).
 
 import dgram from 'node:dgram';
+import dns, { type LookupOneOptions } from 'node:dns';
 import net from 'node:net';
 import type tls from 'node:tls';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
@@ -144,7 +145,7 @@ export class DnsListener implements ServerListener {
 
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
-    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true });
+    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true, lookup: literalLookup });
     this.udp = sock;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('ListenPacket', 'udp', this.host, this.port, err)); };
@@ -283,8 +284,21 @@ export class DnsListener implements ServerListener {
 }
 
 /**
- * Until the UDP replies already written have left: Node hands a datagram to the socket only after
- * a tick (its address goes through an asynchronous lookup) and queues it in libuv while the socket
+ * The UDP server socket's address lookup. Replies go to the address their query came from, an IP literal:
+ * Node's default (dns.lookup) would match it against its IPv6 regular expression and defer the send to a
+ * process.nextTick for nothing (about 5% of a cache hit's CPU, profiled). A literal is handed back at once
+ * (anything else, which no server path sends to, still goes through dns.lookup).
+ */
+function literalLookup(address: string, options: LookupOneOptions | number, cb: (err: NodeJS.ErrnoException | null, address: string, family: number) => void): void {
+  // Host names never contain ':'.
+  if (address.includes(':')) { cb(null, address, 6); return; }
+  if (net.isIPv4(address)) { cb(null, address, 4); return; }
+  dns.lookup(address, typeof options === 'number' ? { family: options } : options, cb);
+}
+
+/**
+ * Until the UDP replies already written have left: Node may hand a datagram to the socket only after
+ * a tick (a send issued before the socket is bound waits for the bind) and queues it in libuv while the socket
  * buffer is full — closing the socket before either drops the reply (the one to the query that
  * finished last, typically). Nothing is counted per send: one setImmediate lets every pending
  * lookup callback run, then libuv's own queue count, and what a write discipline (shed) still holds,

@@ -1,12 +1,12 @@
 // -workers N: several processes share the port through SO_REUSEPORT; the
 // primary relays signals, a bad Corefile still fails once with exit 1, and a
-// worker's unrecovered panic (debug on) stops the server with exit 2.
+// worker's unrecovered panic (debug on) stops the server with exit 2; /metrics sums the workers.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { ROOT, startProcess } from '../helpers/server.ts';
+import { ROOT, freePort, startProcess } from '../helpers/server.ts';
 import { dig, status } from '../helpers/dig.ts';
 
 function workerPids(primary: number): number[] {
@@ -26,6 +26,24 @@ test('-workers 2 serves from two processes and stops cleanly on SIGTERM', async 
     for (let i = 0; i < 20; i++) assert.equal(status(await dig(p.port, `q${i}.example.org`, 'A')), 'NOERROR');
     // Only the first worker prints the banner.
     assert.equal(p.stdout.filter((l) => l.startsWith('CoreDNS-')).length, 1);
+  } finally {
+    assert.equal(await p.stop('SIGTERM'), 0);
+  }
+});
+
+test('-workers 2: every scrape of /metrics counts the queries of both workers', { timeout: 30_000 }, async () => {
+  const mport = await freePort();
+  const p = await startProcess(`.:{PORT} {\n  prometheus 127.0.0.1:${mport}\n  whoami\n}\n`, { args: ['-workers', '2'] });
+  try {
+    // Each query from a fresh source port: SO_REUSEPORT spreads them over both workers.
+    const n = 40;
+    for (let i = 0; i < n; i++) assert.equal(status(await dig(p.port, `q${i}.example.org`, 'A')), 'NOERROR');
+    // The scrape lands on either worker (both listen on the metrics port): each must give the sum.
+    for (let i = 0; i < 4; i++) {
+      const text = await (await fetch(`http://127.0.0.1:${mport}/metrics`)).text();
+      const m = /^coredns_dns_requests_total\{[^}]*type="A"\} (\d+)$/m.exec(text);
+      assert.equal(Number(m?.[1]), n, `scrape ${i}:\n${text.split('\n').filter((l) => l.startsWith('coredns_dns_requests_total')).join('\n')}`);
+    }
   } finally {
     assert.equal(await p.stop('SIGTERM'), 0);
   }

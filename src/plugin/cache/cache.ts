@@ -146,6 +146,11 @@ function fnv1a(s: string): number {
   return h >>> 0;
 }
 
+/** The shard of `key` in every ShardedCache (they all have SHARDS shards). */
+export function shardOf(key: string): number {
+  return fnv1a(key) & (SHARDS - 1);
+}
+
 /** CoreDNS plugin/pkg/cache: 256 shards, each capped; a full shard drops an arbitrary entry. */
 export class ShardedCache {
   private readonly shards: Map<string, Item>[] = [];
@@ -167,6 +172,11 @@ export class ShardedCache {
 
   get(key: string): Item | undefined {
     return this.shards[fnv1a(key) & (SHARDS - 1)]!.get(key);
+  }
+
+  /** get() with the shard already known (`shardOf(key)`): a lookup in both caches hashes the key once. */
+  getIn(shard: number, key: string): Item | undefined {
+    return this.shards[shard]!.get(key);
   }
 
   /** Adds; true when another entry had to be evicted. */
@@ -274,6 +284,8 @@ export class Cache implements Handler {
   /** `[WARNING] plugin/cache: …` lines; set by setup. */
   log: PluginLogger | undefined;
   private readonly bound = new Map<string, Bound>();
+  private lastServer: string | undefined;
+  private lastBound: Bound | undefined;
   /** The server's cache metrics (the process's when built without one, as unit tests do). */
   readonly m: CacheMetrics;
 
@@ -286,6 +298,8 @@ export class Cache implements Handler {
   }
 
   private metrics(server: string): Bound {
+    // Nearly every query of a cache comes through one listener: the last one's counters, without a map lookup.
+    if (server === this.lastServer) return this.lastBound!;
     let b = this.bound.get(server);
     if (b === undefined) {
       const z = this.zonesLabel, v = this.view;
@@ -298,6 +312,8 @@ export class Cache implements Handler {
       };
       this.bound.set(server, b);
     }
+    this.lastServer = server;
+    this.lastBound = b;
     return b;
   }
 
@@ -312,7 +328,8 @@ export class Cache implements Handler {
     const doBit = req.do;
     const cd = msg.cd;
     const ad = msg.ad;
-    const key = (doBit ? '1' : '0') + (cd ? '1' : '0') + req.qtype + '/' + req.qclass + '/' + qname;
+    // DO and CD, type and class as three UTF-16 code units before the name: no number-to-text conversion per query.
+    const key = String.fromCharCode((doBit ? 2 : 0) | (cd ? 1 : 0), req.qtype, req.qclass) + qname;
     const m = this.metrics(req.server);
     let now = this.now();
     m.requests.inc();
@@ -353,10 +370,11 @@ export class Cache implements Handler {
    * that is fresh or still within serve_stale's DURATION.
    */
   private lookup(key: string, now: number, m: Bound): Item | undefined {
-    const n = this.ncache.get(key);
+    const shard = shardOf(key);
+    const n = this.ncache.getIn(shard, key);
     const nOk = this.usable(n, now);
     if (nOk) {
-      const p = this.pcache.get(key);
+      const p = this.pcache.getIn(shard, key);
       if ((n!.servfail || this.o.preferPositive) && this.usable(p, now)) {
         m.hitsSuccess.inc();
         return p;
@@ -364,7 +382,7 @@ export class Cache implements Handler {
       m.hitsDenial.inc();
       return n;
     }
-    const p = this.pcache.get(key);
+    const p = this.pcache.getIn(shard, key);
     if (this.usable(p, now)) {
       m.hitsSuccess.inc();
       return p;

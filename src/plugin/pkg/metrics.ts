@@ -121,8 +121,12 @@ export function metricsText(reg: MetricsRegistry = registry): Promise<string> {
 export function metricsContentType(): string { return registry.contentType; }
 
 if (cluster.isWorker) {
-  // prom-client's aggregator asks each worker for these registries.
-  (await import('prom-client/lib/cluster.js')).default.setRegistries([registry]);
+  // prom-client's aggregator asks each worker for these registries. Its worker side answers only once an
+  // AggregatorRegistry was constructed in the worker (the constructor installs the listener; setRegistries does
+  // not): without it the primary never heard back and every scrape fell back to one worker's own counts.
+  const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');
+  AggregatorRegistry.setRegistries([registry]);
+  new AggregatorRegistry();
   process.on('message', (m: { type?: string; id?: number; text?: string }) => {
     if (m?.type !== AGGREGATE_REPLY || m.id === undefined) return;
     const done = waiting.get(m.id);
