@@ -69,6 +69,6 @@ WORKDIR /
 EXPOSE 53/udp 53/tcp 9153
 # node itself is PID 1 (no shell in between), so SIGTERM from `docker stop` or
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
-# then terminating". The flag is bin/nodens's smaller young generation, given
-# on the command line because a capability-bearing node ignores NODE_OPTIONS.
+# then terminating". The flag is the smaller young generation bin/nodens sets
+# (there is no shell launcher here); NODE_OPTIONS from the pod spec still applies.
 ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=8", "/nodens/dist/cli/bin.js"]
