@@ -14,13 +14,13 @@
 // usage: node test/drills/faults.ts [--only a,b] [--phase S] [--rate Q]   (CI: --phase 1.5 --rate 100)
 // Exit status 1 when a check fails (listed at the end).
 
-import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import { join } from 'node:path';
 import { freePort } from '../helpers/server.ts';
-import { arg, machine, referenceCoreDNS, table } from './common.ts';
-import { Load, Upstream, fmt, launch, recovery, tally, tcpQuery, type Mode, type Proc, type Sample } from './fault-kit.ts';
-import { query } from './udp-probe.ts';
+import { arg, machine, referenceCoreDNS } from './common.ts';
+import { Load, Upstream, fmt, launch, recovery, tally, type Mode } from './fault-kit.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const failures: string[] = [];
@@ -158,6 +158,85 @@ async function sigterm(srv: Servers, slow: boolean): Promise<string[]> {
   }
 }
 
+// ------------------------------------------------------------------ file descriptors exhausted
+
+/** Open `n` TCP connections to the server and hold them (those it accepts; the others fail). */
+async function holdTcp(port: number, n: number): Promise<net.Socket[]> {
+  const socks: net.Socket[] = [];
+  await Promise.all(Array.from({ length: n }, () => new Promise<void>((r) => {
+    const c = net.connect(port, '127.0.0.1');
+    c.on('error', () => { r(); });
+    c.on('connect', () => { socks.push(c); r(); });
+    setTimeout(r, 2000);
+  })));
+  return socks;
+}
+
+async function fdExhaustion(srv: Servers): Promise<string[]> {
+  const u = new Upstream();
+  await u.start();
+  const port = await freePort();
+  const p = await launch(srv.name, srv.bin, `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:${u.port}\n    errors\n}\n`, { nofile: 64 });
+  const load = new Load(port, RATE, 'fd.test', 3000);
+  try {
+    await load.start();
+    const m0 = load.now();
+    await sleep(1000);
+    const m1 = load.now();
+    const held = await holdTcp(port, 100);
+    const fdsHeld = fdCount(p.proc.pid!);
+    await sleep(PHASE);
+    for (const c of held) c.destroy();
+    const m2 = load.now();
+    await sleep(PHASE);
+    const m3 = load.now();
+    const samples = await load.stop();
+    const alive = p.proc.exitCode === null && p.proc.signalCode === null;
+    const why = p.lines.filter((l) => /too many open files/.test(l));
+    check(alive, `${srv.name} fds: still running`);
+    check(why.length > 0, `${srv.name} fds: logs why (too many open files)`);
+    const last = tally(samples, m2 + PHASE / 2, m3);
+    check((last.by.NOERROR ?? 0) === last.n, `${srv.name} fds: recovered once the connections closed (${fmt(last.by)})`);
+    const ph = (a: number, b: number): string => { const t = tally(samples, a, b); return `${fmt(t.by)} (${t.p50}/${t.p99} ms)`; };
+    const rec = recovery(samples, m2, m3);
+    return [`| ${srv.name} | ${ph(m0, m1)} | ${held.length} | ${fdsHeld} | ${ph(m1, m2)} | ${ph(m2, m3)} | ${rec === undefined ? 'never' : `${rec} ms`} | ${why.length} lines, e.g. \`${(why[0] ?? '').replace(/^\S+ /, '').slice(0, 120).replaceAll('|', '\\|')}\` |`];
+  } finally {
+    await load.stop();
+    await p.stop();
+    await u.stop();
+  }
+}
+
+function fdCount(pid: number): number {
+  try { return readdirSync(`/proc/${pid}/fd`).length; } catch { return -1; }
+}
+
+// ------------------------------------------------------------------ small heap, cache filled by unique names
+
+async function smallHeap(heapMb: number, seconds: number): Promise<string[]> {
+  const port = await freePort();
+  const p = await launch('nodens', 'nodens', `.:${port} {\n    bind 127.0.0.1\n    cache 3600 {\n        success 2000000\n        denial 2000000\n    }\n    template IN A heap.test {\n        answer "{{ .Name }} 600 IN A 192.0.2.1"\n    }\n}\n`, { env: { NODE_OPTIONS: `--max-old-space-size=${heapMb}` } });
+  try {
+    const names = join(p.dir, 'names.txt');
+    writeFileSync(names, Array.from({ length: 1_000_000 }, (_, i) => `u${i}.heap.test A`).join('\n') + '\n');
+    const rss: number[] = [];
+    const sampler = setInterval(() => { rss.push(p.rssKiB()); }, 500);
+    const out = await new Promise<string>((resolve) => {
+      execFile('dnsperf', ['-s', '127.0.0.1', '-p', String(port), '-d', names, '-n', '1', '-Q', '20000', '-l', String(seconds)], { encoding: 'utf8' }, (_e, stdout) => { resolve(stdout); });
+    });
+    clearInterval(sampler);
+    const sent = Number(/Queries sent:\s+(\d+)/.exec(out)?.[1] ?? 0);
+    const done = Number(/Queries completed:\s+(\d+)/.exec(out)?.[1] ?? 0);
+    const alive = p.proc.exitCode === null && p.proc.signalCode === null;
+    const shrunk = p.lines.filter((l) => l.includes('plugin/cache: heap at'));
+    check(alive, `heap ${heapMb} MB: nodens still running after ${sent} unique names (${p.lines.filter((l) => /heap out of memory/.test(l)).slice(0, 1).join('')})`);
+    check(done >= sent * 0.99, `heap ${heapMb} MB: ≥ 99% answered (${done}/${sent})`);
+    return [`| ${heapMb} MB | ${seconds} | ${sent} | ${(100 * done / Math.max(1, sent)).toFixed(2)}% | ${alive ? 'running' : `died (${p.proc.signalCode ?? p.proc.exitCode})`} | ${Math.round(Math.max(...rss, 0) / 1024)} | ${shrunk.length} | \`${(shrunk[0] ?? '').replace(/^\S+ /, '')}\` |`];
+  } finally {
+    await p.stop();
+  }
+}
+
 // ------------------------------------------------------------------ main
 
 async function main(): Promise<void> {
@@ -195,8 +274,20 @@ async function main(): Promise<void> {
     }
     console.log('');
   }
-  void tcpQuery; void query; void table;
-  const _unused: Proc | Sample | undefined = undefined; void _unused;
+  if (want('fds')) {
+    console.log('## file descriptors exhausted (ulimit -n 64, 100 idle TCP clients)\n');
+    console.log('| server | before | TCP clients accepted | fds then | while held | after closing | recovery | logged |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    for (const r of await Promise.all(servers.map((s) => fdExhaustion(s)))) console.log(r.join('\n'));
+    console.log('');
+  }
+  if (want('heap')) {
+    console.log('## small heap, cache filled by unique names (nodens; dnsperf flat out)\n');
+    console.log('| --max-old-space-size | s | unique names sent | answered | after | max RSS MiB | cache shrinks | logged |');
+    console.log('|---|---|---|---|---|---|---|---|');
+    console.log((await smallHeap(arg('heap-mb', 64), arg('heap-seconds', 40))).join('\n'));
+    console.log('');
+  }
   console.log(`\n${failures.length === 0 ? 'all checks passed' : `${failures.length} checks failed:\n${failures.join('\n')}`} (${Math.round((performance.now() - started) / 1000)} s)`);
   process.exitCode = failures.length === 0 ? 0 : 1;
 }
