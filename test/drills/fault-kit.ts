@@ -19,6 +19,8 @@ export type Mode = 'ok' | 'down' | 'slow' | 'flap' | 'truncate' | 'reset' | 'gar
 /** An authoritative-looking upstream on 127.0.0.1:port answering every A question with 192.0.2.1. */
 export class Upstream {
   mode: Mode = 'ok';
+  /** How long 'slow' holds each answer. */
+  slowMs = 3000;
   port = 0;
   queries = 0;
   private udp: dgram.Socket | undefined;
@@ -103,7 +105,7 @@ export class Upstream {
 
   private later(fn: () => void): void {
     if (this.mode !== 'slow') { fn(); return; }
-    const t = setTimeout(() => { this.timers.delete(t); fn(); }, 3000);
+    const t = setTimeout(() => { this.timers.delete(t); fn(); }, this.slowMs);
     this.timers.add(t);
   }
 

@@ -11,7 +11,7 @@
 //  heap      NODE_OPTIONS=--max-old-space-size=64 and a cache filled by unique names: no crash (nodens only).
 //  apiserver kubernetes plugin on a real kube-apiserver + etcd: kill kube-apiserver mid-watch, change
 //            objects meanwhile through a second API server, restart; compact etcd (410 Gone) (nodens only).
-// usage: node test/drills/faults.ts [--only a,b] [--phase S] [--rate Q]   (CI: --phase 1.5 --rate 100)
+// usage: node test/drills/faults.ts [--only a,b] [--phase S] [--rate Q] [--parallel N] [--heap-mb M] [--heap-seconds S]
 // Exit status 1 when a check fails (listed at the end).
 
 import { execFile, execFileSync } from 'node:child_process';
@@ -132,7 +132,8 @@ async function badReload(srv: Servers): Promise<string[]> {
 async function sigterm(srv: Servers, slow: boolean): Promise<string[]> {
   const u = new Upstream();
   await u.start();
-  // A slowish upstream (answers after 3 s... too long for a shutdown): 'ok' keeps queries short; 'slow' holds them in flight.
+  // 'slow' holds every query in flight for 1 s (under forward's 2 s read timeout), so SIGTERM finds some.
+  u.slowMs = 1000;
   if (slow) await u.set('slow');
   const port = await freePort();
   const p = await launch(srv.name, srv.bin, `.:${port} {\n    bind 127.0.0.1\n    forward . 127.0.0.1:${u.port}\n    errors\n}\n`);
@@ -150,7 +151,7 @@ async function sigterm(srv: Servers, slow: boolean): Promise<string[]> {
     const inFlight = tally(samples, 0, tTerm);
     check(code === 0, `${srv.name} SIGTERM${slow ? ' (slow upstream)' : ''}: exit status 0 (got ${code})`);
     const after = tally(samples, tTerm, tExit);
-    return [`| ${srv.name} | ${slow ? '3 s (queries in flight)' : 'immediate'} | ${code} | ${exitMs} | ${inFlight.n} | ${fmt(inFlight.by)} | ${after.n} | ${fmt(after.by)} |`];
+    return [`| ${srv.name} | ${slow ? 'answers after 1 s' : 'immediate'} | ${code} | ${exitMs} | ${inFlight.n} | ${fmt(inFlight.by)} | ${after.n} | ${fmt(after.by)} |`];
   } finally {
     await load.stop();
     await p.stop('SIGKILL');
@@ -194,7 +195,9 @@ async function fdExhaustion(srv: Servers): Promise<string[]> {
     const alive = p.proc.exitCode === null && p.proc.signalCode === null;
     const why = p.lines.filter((l) => /too many open files/.test(l));
     check(alive, `${srv.name} fds: still running`);
-    check(why.length > 0, `${srv.name} fds: logs why (too many open files)`);
+    const failed = tally(samples, m1, m2).by.SERVFAIL ?? 0;
+    // Whether the descriptors run out while held is a race with the server's own timeouts; each SERVFAIL must say why.
+    check(why.length >= failed, `${srv.name} fds: every SERVFAIL logged with its reason, too many open files (${failed} SERVFAIL, ${why.length} lines)`);
     const last = tally(samples, m2 + PHASE / 2, m3);
     check((last.by.NOERROR ?? 0) === last.n, `${srv.name} fds: recovered once the connections closed (${fmt(last.by)})`);
     const ph = (a: number, b: number): string => { const t = tally(samples, a, b); return `${fmt(t.by)} (${t.p50}/${t.p99} ms)`; };
@@ -252,9 +255,11 @@ async function main(): Promise<void> {
     console.log('## upstream faults (forward, two upstreams, policy sequential)\n');
     console.log('| server | fault | phase | queries | answers | p50/p99 ms | via TCP |');
     console.log('|---|---|---|---|---|---|---|');
-    for (const m of up) {
-      const rows = await Promise.all(servers.map((s) => upstreamFault(s, m)));
-      for (const r of rows) console.log(r.join('\n'));
+    // --parallel N runs N faults at once (CI), each with its own servers and upstreams.
+    const par = arg('parallel', 1);
+    for (let i = 0; i < up.length; i += par) {
+      const groups = await Promise.all(up.slice(i, i + par).map((m) => Promise.all(servers.map((s) => upstreamFault(s, m)))));
+      for (const rows of groups) for (const r of rows) console.log(r.join('\n'));
     }
     console.log('');
   }
