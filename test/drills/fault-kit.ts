@@ -182,8 +182,11 @@ export class Load {
   private readonly zone: string;
   private readonly timeoutMs: number;
 
-  constructor(port: number, rate: number, zone: string, timeoutMs = 5000) {
-    this.port = port; this.rate = rate; this.zone = zone; this.timeoutMs = timeoutMs;
+  /** Every query for this name instead of a new one under zone. */
+  private readonly fixed: string | undefined;
+
+  constructor(port: number, rate: number, zone: string, timeoutMs = 5000, fixed?: string) {
+    this.port = port; this.rate = rate; this.zone = zone; this.timeoutMs = timeoutMs; this.fixed = fixed;
   }
 
   async start(): Promise<void> {
@@ -199,7 +202,7 @@ export class Load {
 
   private send(): void {
     const id = this.seq++ & 0xffff;
-    const msg = query(`q${this.seq}-${process.pid}.${this.zone}`, id);
+    const msg = query(this.fixed ?? `q${this.seq}-${process.pid}.${this.zone}`, id);
     const at = performance.now() - this.t0;
     const old = this.pending.get(id);
     if (old !== undefined) { clearTimeout(old.timer); this.record(old.at, 'lost', false); }

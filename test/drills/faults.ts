@@ -10,7 +10,8 @@
 //  fds       ulimit -n 64 with many TCP clients and forward's one-use sockets: keeps serving, logs why, recovers.
 //  heap      NODE_OPTIONS=--max-old-space-size=64 and a cache filled by unique names: no crash (nodens only).
 //  apiserver kubernetes plugin on a real kube-apiserver + etcd: kill kube-apiserver mid-watch, change
-//            objects meanwhile through a second API server, restart; compact etcd (410 Gone) (nodens only).
+//            objects meanwhile through a second API server on the same etcd, restart; again with etcd
+//            compacted (its HTTP gateway) past nodens's resourceVersion (nodens only; runs beside the rest).
 // usage: node test/drills/faults.ts [--only a,b] [--phase S] [--rate Q] [--parallel N] [--heap-mb M] [--heap-seconds S]
 // Exit status 1 when a check fails (listed at the end).
 
@@ -20,7 +21,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { freePort } from '../helpers/server.ts';
 import { arg, machine, referenceCoreDNS } from './common.ts';
-import { Load, Upstream, fmt, launch, recovery, tally, type Mode } from './fault-kit.ts';
+import { Load, Upstream, fmt, launch, recovery, tally, type Mode, type Proc } from './fault-kit.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const failures: string[] = [];
@@ -240,6 +241,97 @@ async function smallHeap(heapMb: number, seconds: number): Promise<string[]> {
   }
 }
 
+// ------------------------------------------------------------------ API server killed, etcd compacted
+
+async function digA(port: number, name: string): Promise<string> {
+  return await new Promise((resolve) => {
+    execFile('dig', ['+short', '+tries=1', '+time=2', '-p', String(port), '@127.0.0.1', name, 'A'], { encoding: 'utf8' }, (_e, out) => { resolve(out.trim()); });
+  });
+}
+
+/** ms until `name` resolves to `want` ('' = no address), polling every 100 ms for at most `ms`. */
+async function until(port: number, name: string, want: string, ms: number): Promise<number | undefined> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < ms) {
+    if ((await digA(port, name)) === want) return Math.round(performance.now() - t0);
+    await sleep(100);
+  }
+  return undefined;
+}
+
+async function etcdCompact(etcdUrl: string): Promise<number> {
+  // A put returns the store's revision; compacting at it makes every older resourceVersion too old.
+  const put = await fetch(`${etcdUrl}/v3/kv/put`, { method: 'POST', body: JSON.stringify({ key: Buffer.from('/drill/compact').toString('base64'), value: Buffer.from(String(Date.now())).toString('base64') }) });
+  const rev = Number(((await put.json()) as { header: { revision: string } }).header.revision);
+  const c = await fetch(`${etcdUrl}/v3/kv/compaction`, { method: 'POST', body: JSON.stringify({ revision: rev, physical: true }) });
+  if (!c.ok) throw new Error(`etcd compaction: ${c.status} ${await c.text()}`);
+  return rev;
+}
+
+async function apiServerDrill(): Promise<string[]> {
+  const { startKubeApiServer } = await import('../helpers/kube-apiserver.ts');
+  const api = await startKubeApiServer();
+  const rows: string[] = [];
+  let p: Proc | undefined;
+  try {
+    const second = await api.startSecondApiServer();
+    const viaSecond = (args: string[]) => api.kubectl(args, { kubeconfig: second.kubeconfig });
+    await api.kubectl(['create', 'namespace', 'drill']);
+    await api.kubectl(['create', 'service', 'clusterip', 'a', '-n', 'drill', '--tcp=80:80', '--clusterip=10.96.7.1']);
+    const port = await freePort();
+    p = await launch('nodens', 'nodens', `cluster.local:${port} {\n    bind 127.0.0.1\n    kubernetes {\n        kubeconfig ${api.kubeconfig}\n    }\n}\n`);
+    const synced = await until(port, 'a.drill.svc.cluster.local', '10.96.7.1', 20_000);
+    check(synced !== undefined, 'apiserver: nodens synced');
+    const load = new Load(port, RATE, '', 3000, 'a.drill.svc.cluster.local');
+    await load.start();
+    const m0 = load.now();
+    await sleep(1000);
+    // 1. kube-apiserver killed; meanwhile b is created and a deleted through the second API server.
+    const m1 = load.now();
+    await api.killApiServer();
+    await viaSecond(['create', 'service', 'clusterip', 'b', '-n', 'drill', '--tcp=80:80', '--clusterip=10.96.7.2']);
+    await sleep(PHASE);
+    const bWhileDown = await digA(port, 'b.drill.svc.cluster.local');
+    const m2 = load.now();
+    const tRestart = performance.now();
+    await api.restartApiServer();
+    const restartMs = Math.round(performance.now() - tRestart);
+    const bAfter = await until(port, 'b.drill.svc.cluster.local', '10.96.7.2', 30_000);
+    const m3 = load.now();
+    // 2. changes, kube-apiserver killed, more changes, etcd compacted past nodens's resourceVersion, restart.
+    await api.kubectl(['create', 'service', 'clusterip', 'c', '-n', 'drill', '--tcp=80:80', '--clusterip=10.96.7.3']);
+    await api.killApiServer();
+    for (let i = 0; i < 5; i++) await viaSecond(['annotate', 'service', 'b', '-n', 'drill', '--overwrite', `drill=${i}`]);
+    await viaSecond(['create', 'service', 'clusterip', 'd', '-n', 'drill', '--tcp=80:80', '--clusterip=10.96.7.4']);
+    const rev = await etcdCompact(api.etcdUrl);
+    const m4 = load.now();
+    await api.restartApiServer();
+    const dAfter = await until(port, 'd.drill.svc.cluster.local', '10.96.7.4', 30_000);
+    const cAfter = await digA(port, 'c.drill.svc.cluster.local');
+    const m5 = load.now();
+    const samples = await load.stop();
+    const alive = p.proc.exitCode === null && p.proc.signalCode === null;
+    check(alive, 'apiserver: nodens still running');
+    const down = tally(samples, m1, m2);
+    check((down.by.NOERROR ?? 0) === down.n, `apiserver: answers from the last sync while kube-apiserver is down (${fmt(down.by)})`);
+    check(bAfter !== undefined, `apiserver: a change made while it was down appears after the restart (${bAfter} ms)`);
+    check(dAfter !== undefined && cAfter === '10.96.7.3', `apiserver: after etcd compaction (revision ${rev}) the changes appear (d ${dAfter} ms, c ${cAfter})`);
+    const logged = p.lines.filter((l) => /plugin\/kubernetes/.test(l)).map((l) => l.replace(/^\S+ /, ''));
+    const uniq = [...new Set(logged.map((l) => l.slice(0, 150)))];
+    const ph = (a: number, b: number): string => { const t = tally(samples, a, b); return `${fmt(t.by)} (${t.p50}/${t.p99} ms)`; };
+    rows.push(`| synced, API up | ${ph(m0, m1)} |`);
+    rows.push(`| kube-apiserver killed, b created via a second API server | ${ph(m1, m2)}; b while down: ${bWhileDown === '' ? 'no answer (not synced yet)' : bWhileDown} |`);
+    rows.push(`| restart (ready in ${restartMs} ms) until b resolves | ${ph(m2, m3)}; b resolves ${bAfter ?? 'never'} ms after ready |`);
+    rows.push(`| killed again, 6 changes, etcd compacted at revision ${rev}, restart | ${ph(m4, m5)}; d resolves ${dAfter ?? 'never'} ms after ready; c ${cAfter} |`);
+    rows.push(`| nodens's kubernetes log lines | ${logged.length}: ${uniq.slice(0, 4).map((l) => `\`${l.replaceAll('|', '\\|')}\``).join('<br>')} |`);
+    await second.stop();
+  } finally {
+    await p?.stop();
+    await api.stop();
+  }
+  return rows;
+}
+
 // ------------------------------------------------------------------ main
 
 async function main(): Promise<void> {
@@ -249,6 +341,8 @@ async function main(): Promise<void> {
   console.log(`# fault drills, ${machine()}, load average ${load}, ${RATE} q/s, phases ${PHASE} ms\n`);
   const started = performance.now();
 
+  // The API-server drill (about 30 s, mostly kube-apiserver starting) runs beside the others; its table comes later.
+  const apiRows = want('apiserver') ? apiServerDrill() : undefined;
   const modes: Mode[] = ['down', 'slow', 'flap', 'truncate', 'reset', 'garbage'];
   const up = modes.filter((m) => want(`upstream:${m}`));
   if (up.length > 0) {
@@ -284,6 +378,13 @@ async function main(): Promise<void> {
     console.log('| server | before | TCP clients accepted | fds then | while held | after closing | recovery | logged |');
     console.log('|---|---|---|---|---|---|---|---|');
     for (const r of await Promise.all(servers.map((s) => fdExhaustion(s)))) console.log(r.join('\n'));
+    console.log('');
+  }
+  if (apiRows !== undefined) {
+    console.log('## API server killed and restarted mid-watch; etcd compacted (nodens; real kube-apiserver and etcd)\n');
+    console.log('| step | load on a.drill.svc.cluster.local and what resolves |');
+    console.log('|---|---|');
+    console.log((await apiRows).join('\n'));
     console.log('');
   }
   if (want('heap')) {
