@@ -30,17 +30,38 @@ export class Upstream {
   private flapUp = true;
   private flapTimer: NodeJS.Timeout | undefined;
 
-  async start(port = 0): Promise<void> {
+  /**
+   * A port below the kernel's ephemeral range (32768 and up), so that while this upstream is down no
+   * server's one-use upstream socket takes its port and it can come back.
+   */
+  async start(): Promise<void> {
+    for (let tries = 0; ; tries++) {
+      this.port = 20000 + Math.floor(Math.random() * 12000);
+      try {
+        await this.listen();
+        return;
+      } catch (e) {
+        this.closeSockets();
+        if (tries > 50) throw e;
+      }
+    }
+  }
+
+  private async listen(): Promise<void> {
     this.tcp = net.createServer((c) => { this.onTcp(c); });
-    await new Promise<void>((r, j) => { this.tcp!.once('error', j); this.tcp!.listen(port, '127.0.0.1', r); });
-    this.port = (this.tcp.address() as net.AddressInfo).port;
+    await new Promise<void>((r, j) => { this.tcp!.once('error', j); this.tcp!.listen(this.port, '127.0.0.1', r); });
     await this.openUdp();
   }
 
   private async openUdp(): Promise<void> {
     const u = dgram.createSocket('udp4');
     u.on('message', (m, rinfo) => { this.onUdp(u, m, rinfo); });
-    await new Promise<void>((r, j) => { u.once('error', j); u.bind(this.port, '127.0.0.1', r); });
+    try {
+      await new Promise<void>((r, j) => { u.once('error', j); u.bind(this.port, '127.0.0.1', r); });
+    } catch (e) {
+      u.close();
+      throw e;
+    }
     this.udp = u;
   }
 
@@ -56,20 +77,27 @@ export class Upstream {
       // Up one second, down the next: the sockets really close and reopen.
       this.flapTimer = setInterval(() => {
         this.flapUp = !this.flapUp;
-        if (this.flapUp) void this.reopen(); else this.closeSockets();
+        if (this.flapUp) this.reopen().catch((e: unknown) => { console.error(String(e)); }); else this.closeSockets();
       }, 1000);
     }
   }
 
+  /** Listens again on the same port; if it is taken meanwhile, tries again every 50 ms (for at most 5 s). */
   private async reopen(): Promise<void> {
-    if (this.udp !== undefined) return;
-    this.tcp = net.createServer((c) => { this.onTcp(c); });
-    await new Promise<void>((r, j) => { this.tcp!.once('error', j); this.tcp!.listen(this.port, '127.0.0.1', r); });
-    await this.openUdp();
+    for (let tries = 0; this.udp === undefined && tries < 100; tries++) {
+      try {
+        await this.listen();
+      } catch {
+        this.closeSockets();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    if (this.udp === undefined) throw new Error(`upstream port ${this.port} stayed taken`);
   }
 
   private closeSockets(): void {
-    this.udp?.close(); this.udp = undefined;
+    try { this.udp?.close(); } catch { /* never bound */ }
+    this.udp = undefined;
     this.tcp?.close(); this.tcp = undefined;
     for (const c of this.conns) c.resetAndDestroy();
     this.conns.clear();
