@@ -319,6 +319,10 @@ export async function launch(name: string, bin: string, corefile: string, opts: 
   const argv = [bin === 'nodens' ? BIN : bin, '-conf', join(dir, 'Corefile')];
   const cmd = opts.nofile === undefined ? argv : ['prlimit', `--nofile=${opts.nofile}`, '--', ...argv];
   const proc = spawn(cmd[0]!, cmd.slice(1), { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  // A drill that dies (an uncaught error) leaves no server behind.
+  const reap = (): void => { proc.kill('SIGKILL'); };
+  process.on('exit', reap);
+  proc.on('exit', () => { process.off('exit', reap); });
   const lines: string[] = [];
   const feed = (): ((c: Buffer) => void) => {
     let partial = '';
