@@ -66,6 +66,14 @@ export interface KubeApiServer {
   auditEvents(): AuditEvent[];
   /** What etcd and kube-apiserver printed (the last 100 kB of each). */
   logs(): string;
+  /** etcd's client URL (its HTTP/JSON gateway: /v3/kv/put, /v3/kv/compaction). */
+  etcdUrl: string;
+  /** SIGKILLs kube-apiserver only (etcd keeps running). */
+  killApiServer(): Promise<void>;
+  /** Starts kube-apiserver again on the same port, certificates and etcd; waits for /readyz. */
+  restartApiServer(): Promise<void>;
+  /** Another kube-apiserver on the same etcd (an HA control plane's second member), with its own kubeconfig. */
+  startSecondApiServer(): Promise<{ url: string; kubeconfig: string; stop(): Promise<void> }>;
   /** Stops etcd and kube-apiserver and keeps the files (clients still find the CA file they were given). */
   kill(): Promise<void>;
   stop(): Promise<void>;
@@ -211,11 +219,11 @@ export async function startKubeApiServer(opts: StartOptions = {}): Promise<KubeA
     '--unsafe-no-fsync', '--log-level', 'warn',
   ], dir);
   const certDir = path.join(dir, 'certs');
-  const api = startChild('kube-apiserver', [
+  const apiArgs = (port: number, certs: string): string[] => [
     path.join(bin, 'kube-apiserver'),
     '--etcd-servers', etcdUrl,
-    '--bind-address', '127.0.0.1', '--advertise-address', '127.0.0.1', '--secure-port', String(apiPort),
-    '--cert-dir', certDir,
+    '--bind-address', '127.0.0.1', '--advertise-address', '127.0.0.1', '--secure-port', String(port),
+    '--cert-dir', certs,
     '--token-auth-file', path.join(dir, 'tokens.csv'),
     '--authorization-mode', opts.rbac === true ? 'Node,RBAC' : 'AlwaysAllow',
     '--service-account-issuer', 'https://kubernetes.default.svc.cluster.local',
@@ -230,11 +238,14 @@ export async function startKubeApiServer(opts: StartOptions = {}): Promise<KubeA
     '--profiling=false',
     ...auditArgs,
     ...(opts.extraArgs ?? []),
-  ], dir);
+  ];
+  let api = startChild('kube-apiserver', apiArgs(apiPort, certDir), dir);
   const url = `https://127.0.0.1:${apiPort}`;
   const caFile = path.join(certDir, 'apiserver.crt');
   const logs = () => `--- etcd ---\n${etcd.out()}\n--- kube-apiserver ---\n${api.out()}`;
+  const extras: Child[] = [];
   const kill = async () => {
+    for (const x of extras) await stopChild(x);
     await stopChild(api);
     await stopChild(etcd);
   };
@@ -286,5 +297,35 @@ export async function startKubeApiServer(opts: StartOptions = {}): Promise<KubeA
     if (!existsSync(auditLog)) return [];
     return readFileSync(auditLog, 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as AuditEvent);
   };
-  return { url, kubeconfig, token, caFile, dir, kubectl, kubeconfigFor, auditEvents, logs, kill, stop };
+  const waitReady = async (base: string, child: Child, ca: string): Promise<void> => {
+    const until = Date.now() + (opts.readyTimeoutMs ?? 60_000);
+    for (;;) {
+      if (child.exited()) throw new Error(`kube-apiserver exited before it was ready:\n${child.out().slice(-8000)}`);
+      const r = await get(`${base}/readyz`, token);
+      if (r !== undefined && r.status === 200 && existsSync(ca)) return;
+      if (Date.now() > until) throw new Error(`kube-apiserver at ${base} not ready:\n${child.out().slice(-8000)}`);
+      await new Promise((r2) => setTimeout(r2, 100));
+    }
+  };
+  const killApiServer = async () => {
+    api.proc.kill('SIGKILL');
+    await api.exit;
+  };
+  const restartApiServer = async () => {
+    if (!api.exited()) await killApiServer();
+    api = startChild('kube-apiserver', apiArgs(apiPort, certDir), dir);
+    await waitReady(url, api, caFile);
+  };
+  const startSecondApiServer = async () => {
+    const port = await freeTcpPort();
+    const certs = path.join(dir, `certs-${port}`);
+    const child = startChild('kube-apiserver', apiArgs(port, certs), dir);
+    extras.push(child);
+    const base = `https://127.0.0.1:${port}`;
+    await waitReady(base, child, path.join(certs, 'apiserver.crt'));
+    const kc = path.join(dir, `kubeconfig-second-${port}`);
+    writeFileSync(kc, kubeconfigText(base, path.join(certs, 'apiserver.crt'), token, 'admin'));
+    return { url: base, kubeconfig: kc, stop: () => stopChild(child) };
+  };
+  return { url, kubeconfig, token, caFile, dir, etcdUrl, kubectl, kubeconfigFor, auditEvents, logs, kill, stop, killApiServer, restartApiServer, startSecondApiServer };
 }

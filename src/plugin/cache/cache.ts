@@ -2,6 +2,7 @@
 // as wire bytes without their OPT record, every TTL already set to the cache
 // duration; a hit copies the bytes and patches ID, flags, question and TTLs.
 
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
@@ -151,19 +152,83 @@ export function shardOf(key: string): number {
   return fnv1a(key) & (SHARDS - 1);
 }
 
-/** CoreDNS plugin/pkg/cache: 256 shards, each capped; a full shard drops an arbitrary entry. */
+/** Fraction of V8's old-generation limit in use above which a cache gives entries back (and under HEAP_LOW grows again). */
+export const HEAP_HIGH = 0.75;
+export const HEAP_LOW = 0.5;
+/** Adds between two looks at the heap (getHeapStatistics costs about a microsecond). */
+const HEAP_CHECK_EVERY = 512;
+/**
+ * After a shrink, the heap figure still counts the evicted entries until a major GC has run; waiting
+ * this long before shrinking again keeps one pressure spell from emptying the cache.
+ */
+const SHRINK_COOLDOWN_MS = 1000;
+
+/** What the cache reads of the heap: old-generation use / its limit, and a clock (injected by tests). */
+export interface HeapProbe { ratio(): number; now(): number }
+
+/**
+ * The old generation's limit in bytes: --max-old-space-size when given (in NODE_OPTIONS or on the
+ * command line), since V8's heap_size_limit adds the young generation's reserve (192 MiB by default
+ * in Node 24: 256 MiB reported for --max-old-space-size=64); else heap_size_limit, a little over.
+ */
+export function oldSpaceLimit(argv: readonly string[] = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)]): number {
+  let mb: number | undefined;
+  for (const a of argv) {
+    const m = /^--max[-_]old[-_]space[-_]size=(\d+)$/.exec(a);
+    if (m !== null) mb = Number(m[1]);
+  }
+  return mb !== undefined && mb > 0 ? mb * 1024 * 1024 : getHeapStatistics().heap_size_limit;
+}
+
+const OLD_LIMIT = oldSpaceLimit();
+
+export const v8Heap: HeapProbe = {
+  ratio() {
+    let used = 0;
+    for (const s of getHeapSpaceStatistics()) {
+      if (s.space_name !== 'new_space' && s.space_name !== 'new_large_object_space') used += s.space_used_size;
+    }
+    return used / OLD_LIMIT;
+  },
+  now: Date.now,
+};
+
+/**
+ * CoreDNS plugin/pkg/cache: 256 shards, each capped; a full shard drops an arbitrary entry.
+ * Unlike CoreDNS (Go has no heap limit to hit), a Node process aborts when its heap limit
+ * (--max-old-space-size) is reached, and a cache of CoreDNS's configurable size (millions of entries)
+ * can exceed a small limit; so the configured capacity is a ceiling, and while the heap is over
+ * HEAP_HIGH of its limit each shard's cap drops to 3/4 of the entries it holds (growing back by
+ * a quarter while under HEAP_LOW).
+ */
 export class ShardedCache {
   private readonly shards: Map<string, Item>[] = [];
+  /** The configured cap of one shard. */
   readonly shardSize: number;
+  /** The cap in force (below shardSize after heap pressure). */
+  private limit: number;
   private count = 0;
+  private adds = 0;
+  private lastShrink = -Infinity;
+  private readonly heap: HeapProbe;
+  /** Told the new total cap after each shrink (the plugin logs it). */
+  onShrink: ((capacity: number, heapRatio: number) => void) | undefined;
 
-  constructor(capacity: number) {
+  constructor(capacity: number, heap: HeapProbe = v8Heap) {
     this.shardSize = Math.max(Math.floor(capacity / SHARDS), 4);
+    this.limit = this.shardSize;
+    this.heap = heap;
     for (let i = 0; i < SHARDS; i++) this.shards.push(new Map());
   }
 
+  /** The configured capacity (CoreDNS's). */
   get capacity(): number {
     return this.shardSize * SHARDS;
+  }
+
+  /** The capacity in force now. */
+  get effectiveCapacity(): number {
+    return this.limit * SHARDS;
   }
 
   get len(): number {
@@ -181,10 +246,11 @@ export class ShardedCache {
 
   /** Adds; true when another entry had to be evicted. */
   add(key: string, item: Item): boolean {
+    if (++this.adds % HEAP_CHECK_EVERY === 0) this.adapt();
     const s = this.shards[fnv1a(key) & (SHARDS - 1)]!;
     let evicted = false;
     if (!s.has(key)) {
-      if (s.size >= this.shardSize) {
+      if (s.size >= this.limit) {
         const first = s.keys().next();
         if (!first.done) {
           s.delete(first.value);
@@ -201,6 +267,29 @@ export class ShardedCache {
   remove(key: string): void {
     const s = this.shards[fnv1a(key) & (SHARDS - 1)]!;
     if (s.delete(key)) this.count--;
+  }
+
+  /** Shrinks under heap pressure, grows back when it has passed. */
+  adapt(): void {
+    const r = this.heap.ratio();
+    if (r > HEAP_HIGH) {
+      const now = this.heap.now();
+      if (now - this.lastShrink < SHRINK_COOLDOWN_MS) return;
+      this.lastShrink = now;
+      const held = Math.ceil(this.count / SHARDS);
+      const next = Math.max(1, Math.floor(Math.min(this.limit, held) * 0.75));
+      if (next === this.limit) return;
+      this.limit = next;
+      for (const s of this.shards) {
+        while (s.size > this.limit) {
+          s.delete(s.keys().next().value!);
+          this.count--;
+        }
+      }
+      this.onShrink?.(this.effectiveCapacity, r);
+    } else if (r < HEAP_LOW && this.limit < this.shardSize) {
+      this.limit = Math.min(this.shardSize, Math.ceil(this.limit * 1.25));
+    }
   }
 }
 
@@ -295,6 +384,11 @@ export class Cache implements Handler {
     this.pcache = new ShardedCache(o.pcap);
     this.ncache = new ShardedCache(o.ncap);
     this.zonesLabel = o.zones.join(',');
+    for (const [c, kind] of [[this.pcache, 'success'], [this.ncache, 'denial']] as const) {
+      c.onShrink = (cap, ratio) => {
+        this.log?.warning(`heap at ${Math.round(ratio * 100)}% of its limit: ${kind} cache capacity lowered to ${cap} entries`);
+      };
+    }
   }
 
   private metrics(server: string): Bound {

@@ -8,7 +8,7 @@ import dgram from 'node:dgram';
 import dns from 'node:dns';
 import net from 'node:net';
 import tls from 'node:tls';
-import { UpstreamError, errnoText, hostPort } from './errors.ts';
+import { UpstreamError, dialFailure, errnoText, hostPort } from './errors.ts';
 
 export type Proto = 'udp' | 'tcp' | 'tcp-tls';
 
@@ -219,7 +219,8 @@ export class UdpConn extends Conn {
     sock.off('error', onErr);
     if (failed !== undefined) {
       try { sock.close(); } catch { /* ignore */ }
-      throw new UpstreamError('dial', `dial udp ${remote}: ${errnoText(failed)}`);
+      const code = (failed as NodeJS.ErrnoException).code;
+      throw new UpstreamError('dial', `dial udp ${remote}: ${code === 'EMFILE' || code === 'ENFILE' ? dialFailure(failed) : errnoText(failed)}`);
     }
     return new UdpConn(sock, remote);
   }
@@ -323,8 +324,7 @@ export class StreamConn extends Conn {
         done = true;
         clearTimeout(timer);
         sock.destroy();
-        const detail = (e as NodeJS.ErrnoException).code?.startsWith('E') ? `connect: ${errnoText(e)}` : errnoText(e);
-        reject(new UpstreamError('dial', `dial tcp ${remote}: ${detail}`));
+        reject(new UpstreamError('dial', `dial tcp ${remote}: ${dialFailure(e)}`));
       });
       sock.once(secure ? 'secureConnect' : 'connect', () => {
         if (done) return;

@@ -28,8 +28,20 @@ export function errnoText(e: unknown): string {
     case 'EADDRNOTAVAIL': return 'cannot assign requested address';
     case 'ETIMEDOUT': return 'i/o timeout';
     case 'EACCES': return 'permission denied';
+    case 'EMFILE': return 'too many open files';
+    case 'ENFILE': return 'too many open files in system';
     default: return e instanceof Error ? e.message : String(e);
   }
+}
+
+/**
+ * A failed dial as Go words it: the system call that failed, then its error. Out of descriptors
+ * (or buffers), socket(2) fails before any connect: `socket: too many open files`.
+ */
+export function dialFailure(e: unknown): string {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (code === 'EMFILE' || code === 'ENFILE' || code === 'ENOBUFS') return `socket: ${errnoText(e)}`;
+  return code.startsWith('E') ? `connect: ${errnoText(e)}` : errnoText(e);
 }
 
 export function hostPort(host: string, port: number): string {
