@@ -7,7 +7,8 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import { DnsListener, TCP_READ_TIMEOUT_MS, TCP_IDLE_TIMEOUT_MS, GRACEFUL_STOP_MS } from './listener.ts';
+import { DnsListener, TCP_READ_TIMEOUT_MS, TCP_IDLE_TIMEOUT_MS, GRACEFUL_STOP_MS, UDP_RECV_BUFFER } from './listener.ts';
+import { readFileSync } from 'node:fs';
 import { plainAddress } from '../wire/ip.ts';
 import { Logger } from './log.ts';
 import { LineageStore } from './instance.ts';
@@ -170,6 +171,13 @@ describe('TCP framing', { timeout: 20000 }, () => {
 
   test('the listener binds UDP and TCP on the same kernel-chosen port', () => {
     assert.ok(listener.port > 0);
+  });
+
+  test('the UDP socket asks for a large receive buffer (the soak drill lost queries with the default)', () => {
+    // Linux doubles what is asked for (bookkeeping) and caps the request at net.core.rmem_max.
+    const rmemMax = Number(readFileSync('/proc/sys/net/core/rmem_max', 'utf8'));
+    const udp = (listener as unknown as { udp: dgram.Socket }).udp;
+    assert.equal(udp.getRecvBufferSize(), 2 * Math.min(UDP_RECV_BUFFER, rmemMax));
   });
 
   test('one query, one length-prefixed reply; the handler sees the TCP peer', async () => {

@@ -14,6 +14,9 @@ import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts'
 import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { plainAddress } from '../wire/ip.ts';
 
+/** The UDP listener's requested receive buffer (SO_RCVBUF). */
+export const UDP_RECV_BUFFER = 4 << 20;
+
 /**
  * CoreDNS's TCP timeouts (core/dnsserver ReadTimeout / IdleTimeout, applied by miekg's readTCP):
  * the first query must have arrived whole within 3 s of the connection, each later one within
@@ -145,7 +148,10 @@ export class DnsListener implements ServerListener {
 
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
-    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true, lookup: literalLookup });
+    // A receive buffer of up to UDP_RECV_BUFFER (the kernel caps it at net.core.rmem_max): one event
+    // loop stalls for a GC pause or a busy CPU, and at thousands of queries a second the default
+    // 208 KiB fills within that stall and the kernel drops queries (the soak drill measured it).
+    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true, lookup: literalLookup, recvBufferSize: UDP_RECV_BUFFER });
     this.udp = sock;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('ListenPacket', 'udp', this.host, this.port, err)); };
