@@ -164,7 +164,9 @@ export const plugin: PluginDefinition = {
     // Every plugin's metrics, process_* and nodejs_* in the registry this endpoint serves, as CoreDNS lists all of its own.
     await defineAllMetrics(reg);
     processMetrics(reg);
-    enableNodeRuntimeMetrics(reg);
+    // At start, not in setup: the event-loop monitor and GC observer are running work that `nodens validate`
+    // (which runs setups only) must not leave behind.
+    c.onStartup(() => { enableNodeRuntimeMetrics(reg); });
     const metrics = serverMetrics(reg);
     metrics.buildInfo.set({ version: COREDNS_VERSION, revision: `nodens-${NODENS_VERSION}`, goversion: `node-${process.version}` }, 1);
 
