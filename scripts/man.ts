@@ -170,7 +170,8 @@ export function toRoff(markdown: string, page: Page, rel: { version: string; dat
       const rows: string[][] = [];
       while (i < lines.length && lines[i]!.trim().startsWith('|')) {
         const l = lines[i++]!;
-        if (!/^\s*\|[\s:|-]+\|\s*$/.test(l)) rows.push(splitRow(l));
+        // The delimiter row (| --- | :-- |, the closing pipe optional) is dropped.
+        if (!/^\s*\|[\s:|-]*-[\s:|-]*$/.test(l)) rows.push(splitRow(l));
       }
       const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
       const text = rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]!))).join('  ').trimEnd());

@@ -105,4 +105,8 @@ describe('the markdown to roff converter', () => {
       '.PP', '.RS 4', '.nf', 'a   b', 'cc  d', '.fi', '.RE',
     ]);
   });
+
+  test('a table without closing pipes and with an aligned delimiter row', () => {
+    assert.deepEqual(body('## X\n\n| a | b\n| :-- | :--\n| `c` | [d](#d)\n'), ['.SH "X"', '.PP', '.RS 4', '.nf', 'a  b', 'c  d', '.fi', '.RE']);
+  });
 });
