@@ -191,7 +191,15 @@ const nodens = (args: string[]): Promise<Run> => run(process.execPath, [MAIN, ..
 
 // nodens's one extra flag, printed in its sorted place (last).
 const WORKERS_USAGE = '  -workers string\n    \tnodens: serve with N worker processes (0 = one per CPU) (default "1")\n';
-const NODENS_USAGE = 'Usage of nodens:\n' + COREDNS_USAGE_BODY + WORKERS_USAGE;
+// After the flags, in CoreDNS's format above, nodens's subcommands.
+const SUBCOMMANDS = [
+  'Subcommands:',
+  '  nodens doctor [flags]      check a Corefile and this host for forwarding loops before deploying',
+  '  nodens validate [flags]    load a Corefile through every plugin\'s setup without serving; exit 1 on an error',
+  '  nodens node-cache [flags]  run as node-local-dns does (link-local address, iptables rules, health port)',
+  'Run "nodens <subcommand> -h" for its flags.',
+].join('\n') + '\n';
+const NODENS_USAGE = 'Usage of nodens:\n' + COREDNS_USAGE_BODY + WORKERS_USAGE + SUBCOMMANDS;
 
 /**
  * What CoreDNS's Run() does with a command line, up to loading the Corefile, as
@@ -217,12 +225,13 @@ function untimed(stderr: string): string {
 }
 
 describe('bin/nodens command line', () => {
-  test('-h: the usage of CoreDNS\'s flags plus -workers, on stderr, exit 0', async () => {
+  test('-h: the usage of CoreDNS\'s flags plus -workers, then the subcommands, on stderr, exit 0', async () => {
     assert.deepEqual(await nodens(['-h']), { code: 0, stdout: '', stderr: NODENS_USAGE });
   });
 
   test('a flag error: the error line, then the usage, on stderr; exit 2', async () => {
     assert.deepEqual(await nodens(['-version=false', '-conf']), { code: 2, stdout: '', stderr: `flag needs an argument: -conf\n${NODENS_USAGE}` });
+    assert.deepEqual(await nodens(['-nope']), { code: 2, stdout: '', stderr: `flag provided but not defined: -nope\n${NODENS_USAGE}` });
   });
 
   test('arguments left after the flags: Go\'s log line with its timestamp on stderr, exit 1', async () => {

@@ -18,6 +18,14 @@ const FLAGS: FlagSpec[] = [
   { name: 'workers', kind: 'string', default: '1', usage: 'nodens: serve with N worker processes (0 = one per CPU)' },
 ];
 
+// After CoreDNS's flag usage, which stays byte for byte Go's: nodens's subcommands, one line each.
+export const SUBCOMMANDS_USAGE = `Subcommands:
+  nodens doctor [flags]      check a Corefile and this host for forwarding loops before deploying
+  nodens validate [flags]    load a Corefile through every plugin's setup without serving; exit 1 on an error
+  nodens node-cache [flags]  run as node-local-dns does (link-local address, iptables rules, health port)
+Run "nodens <subcommand> -h" for its flags.
+`;
+
 function out(s: string): void { writeSync(1, s); }
 function err(s: string): void { writeSync(2, s); }
 
@@ -44,10 +52,10 @@ export async function main(argv: string[]): Promise<void> {
   } catch (e) {
     const fe = e as FlagError;
     if (fe.helpRequested) {
-      err(usage('nodens', FLAGS));
+      err(usage('nodens', FLAGS) + SUBCOMMANDS_USAGE);
       process.exit(0);
     }
-    err(`${fe.message}\n${usage('nodens', FLAGS)}`);
+    err(`${fe.message}\n${usage('nodens', FLAGS)}${SUBCOMMANDS_USAGE}`);
     process.exit(2);
   }
   const flag = (n: string): string => parsed.values.get(n) ?? '';

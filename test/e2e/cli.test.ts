@@ -101,7 +101,15 @@ describe('command line', () => {
   test('an unknown flag prints usage on stderr and exits 2', async () => {
     const r = await run(['-nope']);
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /^flag provided but not defined: -nope\nUsage of nodens:/);
+    assert.match(r.stderr, /^flag provided but not defined: -nope\nUsage of nodens:\n  -conf string\n/);
+    assert.match(r.stderr, /\nSubcommands:\n  nodens doctor .*\n  nodens validate .*\n  nodens node-cache .*\nRun "nodens <subcommand> -h" for its flags\.\n$/);
+  });
+
+  test('-h prints the flags\' usage, then the subcommands, on stderr, exit 0', async () => {
+    const r = await run(['-h']);
+    assert.equal(r.code, 0);
+    assert.match(r.stderr, /^Usage of nodens:\n  -conf string\n/);
+    assert.match(r.stderr, /\n  -workers string\n.*\nSubcommands:\n  nodens doctor .*\n  nodens validate .*\n  nodens node-cache .*\nRun "nodens <subcommand> -h" for its flags\.\n$/);
   });
 
   test('extra arguments exit 1', async () => {

@@ -57,7 +57,7 @@ test('npm pack: the built library, bin, docs and license; no tests, benchmarks, 
   tarball = join(work, info.filename);
   const listed = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((p) => p.replace(/^package\//, ''));
   assert.deepEqual(listed.slice().sort(), info.files.map((f) => f.path).sort());
-  for (const f of ['package.json', 'README.md', 'LICENSE', 'coredns.version', 'bin/nodens', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/bin.js', 'dist/plugin/plugin.d.ts', 'src/plugin/forward/README.md']) {
+  for (const f of ['package.json', 'README.md', 'LICENSE', 'coredns.version', 'bin/nodens', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/bin.js', 'dist/plugin/plugin.d.ts', 'src/plugin/forward/README.md', 'man/nodens.1', 'man/nodens-forward.7', 'CHANGELOG.md', 'SECURITY.md']) {
     assert.ok(listed.includes(f), `missing ${f}`);
   }
   for (const f of listed) {
