@@ -158,6 +158,11 @@ export class UdpConn extends Conn {
     this.sock = sock;
     sock.on('message', (m) => { this.deliver(m); });
     sock.on('error', (e) => {
+      if ((e as NodeJS.ErrnoException).syscall === 'connect') {
+        // Go's net.Dial fails here: `dial udp 203.0.113.9:53: connect: network is unreachable`.
+        this.fail(new UpstreamError('dial', `dial udp ${this.remote}: connect: ${errnoText(e)}`));
+        return;
+      }
       this.fail(new UpstreamError((e as NodeJS.ErrnoException).code === 'ECONNREFUSED' ? 'refused' : 'other',
         // Go wraps the errno of a failed recv in a SyscallError: `read: connection refused`.
         `read udp ${this.localAddr()}->${this.remote}: ${(e as NodeJS.ErrnoException).code?.startsWith('E') === true ? 'read: ' : ''}${errnoText(e)}`));
@@ -188,7 +193,13 @@ export class UdpConn extends Conn {
   protected send(query: Uint8Array): void {
     // No callback: a failed send on a connected socket is reported through 'error' (handled above),
     // and leaving it out spares a callback per query.
-    this.sock.send(query);
+    try {
+      this.sock.send(query);
+    } catch (e) {
+      // Not connected: connect(2) failed in open() (no route...). dgram reports that on the next tick
+      // as an 'error' event, handled above, which fails this query with Go's dial error.
+      if ((e as NodeJS.ErrnoException).code !== 'ERR_SOCKET_BAD_PORT') throw e;
+    }
   }
 
   close(): void {
