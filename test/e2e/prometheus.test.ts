@@ -143,6 +143,17 @@ describe('prometheus', () => {
     await s.stop();
   });
 
+  test('prometheus 0.0.0.0:PORT answers over IPv4 and IPv6, as Go listens on the IPv4 wildcard (dual stack)', async () => {
+    const port = await freePort();
+    const s = await startInProcess(`.:0 {\n prometheus 0.0.0.0:${port}\n whoami\n}\n`);
+    try {
+      assert.equal((await get(port, '/metrics', 3000, '127.0.0.1')).status, 200);
+      assert.equal((await get(port, '/metrics', 3000, '::1')).status, 200);
+    } finally {
+      await s.stop();
+    }
+  });
+
   test('a listener error is logged and the server starts without the endpoint', async () => {
     const port = await freePort();
     const net = await import('node:net');

@@ -173,7 +173,9 @@ class Listener {
 }
 
 async function resolveListenHost(host: string): Promise<string> {
-  if (host === '') return '';
+  // Go listens on the IPv4 wildcard with a dual-stack IPv6 socket where the host has IPv6 (net's
+  // favoriteAddrFamily), so `prometheus 0.0.0.0:9153` answers on [::1] too; Node's default listen does the same.
+  if (host === '' || host === '0.0.0.0') return '';
   if (host === 'localhost') return '127.0.0.1';
   if (/^[0-9.]+$/.test(host) || host.includes(':')) return host;
   const { lookup } = await import('node:dns/promises');
