@@ -15,9 +15,9 @@
 //   ends exactly after a question or a record: the sections stop there and the counts that promised
 //   more are ignored (miekg's unpackRRslice, "l is a lie"). A count that runs into half a record,
 //   or a QDCOUNT promising a question that is not there, is SHORT.
-// - Compression pointers must point strictly backwards (below the start of the name being read,
-//   and below every earlier pointer target of that name) and not into the header: loops are
-//   impossible. At most 126 pointers per name.
+// - Compression pointers may point anywhere in the message, forwards too, as miekg follows them
+//   (CoreDNS answers a question compressed with a forward pointer); a loop ends at the 127th pointer
+//   of a name (miekg's maxCompressionPointers, 126) or at 255 octets of name, both errors.
 // - A record with rdlength 0 decodes to OpaqueData with an empty `raw`, whatever its type (dynamic
 //   update deletions use these; miekg's "noRdata").
 // - Types without a structured form become OpaqueData (RFC 3597). For the types whose rdata
@@ -80,7 +80,6 @@ function readName(lower: boolean): string {
   const table = lower ? NAME_CHR_LOWER : NAME_CHR;
   const start = P;
   let p = P;
-  let limit = start; // pointers must go below this
   let end = -1;
   let s = '';
   let wire = 1;
@@ -105,7 +104,7 @@ function readName(lower: boolean): string {
       if (p + 1 >= n) throw short();
       const target = ((c & 0x3f) << 8) | b[p + 1];
       if (end < 0) end = p + 2;
-      if (target >= limit || target < 12 || ++hops > 126) {
+      if (target >= n || ++hops > 126) {
         throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
       }
       if (!lower) {
@@ -125,7 +124,6 @@ function readName(lower: boolean): string {
           }
         }
       }
-      limit = target;
       p = target;
     } else {
       throw new WireError('BAD_LABEL', 'dns: reserved label type');
@@ -150,7 +148,6 @@ function skipName(out?: number[]): void {
   const b = B;
   const n = N;
   let p = P;
-  let limit = P;
   let end = -1;
   let wire = 1;
   let hops = 0;
@@ -174,8 +171,7 @@ function skipName(out?: number[]): void {
       if (p + 1 >= n) throw short();
       const target = ((c & 0x3f) << 8) | b[p + 1];
       if (end < 0) end = p + 2;
-      if (target >= limit || target < 12 || ++hops > 126) throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
-      limit = target;
+      if (target >= n || ++hops > 126) throw new WireError('BAD_POINTER', 'dns: bad compression pointer');
       p = target;
     } else throw new WireError('BAD_LABEL', 'dns: reserved label type');
   }

@@ -19,13 +19,18 @@ function expectWireError(bytes: number[] | Uint8Array, code?: string): WireError
   return err;
 }
 
-test('pointer loop, pointer to itself, forward pointer, pointer into header', () => {
-  expectWireError([...hdr(1), 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER'); // points to itself
-  expectWireError([...hdr(1), 0xc0, 14, 0, 1, 0, 1, 0], 'BAD_POINTER'); // forward
+test('compression pointers as miekg follows them: anywhere in the message, loops end in an error', () => {
+  expectWireError([...hdr(1), 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER'); // points to itself: the 127th pointer fails
   expectWireError([...hdr(1), 1, 97, 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER'); // loop back to own start
-  expectWireError([...hdr(1), 0xc0, 2, 0, 1, 0, 1], 'BAD_POINTER'); // into header
-  // two names pointing at each other: second name (at 19) → 12 is fine, but 12 cannot point forward
+  // two names pointing at each other
   expectWireError([...hdr(2), 0xc0, 18, 0, 1, 0, 1, 0xc0, 12, 0, 1, 0, 1], 'BAD_POINTER');
+  expectWireError([...hdr(1), 0xc0, 40, 0, 1, 0, 1], 'BAD_POINTER'); // past the end
+  // Forward: the name is the root label two octets on; CoreDNS answers such a question.
+  const fwd = decodeMessage(Uint8Array.from([...hdr(1), 0xc0, 14, 0, 1, 0, 1, 0]));
+  assert.deepEqual([fwd.question[0]!.name, fwd.question[0]!.type, fwd.question[0]!.class], ['.', 1, 1]);
+  // Into the header: its bytes read as labels (0x01 0x00, then the root), as miekg reads them.
+  const hdrPtr = decodeMessage(Uint8Array.from([...hdr(1), 0xc0, 2, 0, 1, 0, 1]));
+  assert.equal(hdrPtr.question[0]!.name, '\\000.');
 });
 
 test('reserved label types, long labels, long names', () => {
