@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSy
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady, type Running } from '../test/conformance/lib/servers.ts';
+import { unboundConf } from './unbound.ts';
 
 type ServerName = 'nodens' | 'coredns' | 'unbound' | 'ceiling';
 const ALL_SERVERS: ServerName[] = ['nodens', 'coredns', 'unbound', 'ceiling'];
@@ -195,31 +196,6 @@ function hostsFile(): string {
   return Array.from({ length: HOSTS_N }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n';
 }
 
-function unboundConf(dir: string, port: number, body: string, threads = 1): string {
-  return `server:
-    interface: 127.0.0.1
-    port: ${port}
-    do-ip6: no
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "${dir}"
-    pidfile: "${dir}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    num-threads: ${threads}
-    so-reuseport: ${threads > 1 ? 'yes' : 'no'}
-    access-control: 127.0.0.0/8 allow
-    module-config: "iterator"
-    prefetch: no
-    ip-ratelimit: 0
-    ratelimit: 0
-${body}
-remote-control:
-    control-enable: no
-`;
-}
 
 const UPSTREAM_ZONES = ['hit.test', 'miss.test', 'fill.test'];
 

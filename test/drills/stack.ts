@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { freePort, ROOT } from '../helpers/server.ts';
 import { K8sApiServer, kubeconfigFor, readState } from '../k8s-api/server.ts';
 import { startServer, type Running } from './servers.ts';
+import { unboundConf } from '../../bench/unbound.ts';
 
 export const K8S_STATE = join(ROOT, 'test', 'k8s-api', 'fixtures', 'cluster.json');
 
@@ -25,26 +26,8 @@ export const HOSTS_N = 100;
 export interface Stack { port: number; upstreamPort: number; nodens: Running; stop(): Promise<void> }
 
 export async function startUnbound(dir: string, port: number): Promise<ChildProcess> {
-  writeFileSync(join(dir, 'unbound.conf'), `server:
-    interface: 127.0.0.1
-    port: ${port}
-    do-ip6: no
-    do-daemonize: no
-    username: ""
-    chroot: ""
-    directory: "${dir}"
-    pidfile: "${dir}/unbound.pid"
-    use-syslog: no
-    logfile: ""
-    verbosity: 0
-    num-threads: 1
-    access-control: 127.0.0.0/8 allow
-    module-config: "iterator"
-    ip-ratelimit: 0
-    ratelimit: 0
-    local-zone: "miss.test." redirect
-    local-data: "miss.test. 60 IN A 192.0.2.9"
-`);
+  writeFileSync(join(dir, 'unbound.conf'), unboundConf(dir, port,
+    '    local-zone: "miss.test." redirect\n    local-data: "miss.test. 60 IN A 192.0.2.9"'));
   const p = spawn('unbound', ['-d', '-c', join(dir, 'unbound.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
   await new Promise((r) => setTimeout(r, 500));
   if (p.exitCode !== null) throw new Error(`unbound exited (${p.exitCode})`);
