@@ -29,12 +29,14 @@ function boundaryOf(file) {
   const test = file.endsWith('.test.ts');
   const withTests = (list) => (test ? [...list, ...TEST_EXTRAS] : list);
   if (file.startsWith('src/wire/')) return { layer: 'src/wire', allowed: ['src/wire/'] };
+  // The native addons' loader depends on nothing of ours; core and plugins may both use it.
+  if (file.startsWith('src/native/')) return { layer: 'src/native', allowed: ['src/native/'] };
   if (file.startsWith('src/corefile/')) return { layer: 'src/corefile', allowed: ['src/corefile/', 'src/wire/'] };
   // core knows no plugin: the plugin contract (plugin.ts) only, not even the shared helpers in plugin/pkg.
   if (file.startsWith('src/core/') || file === 'src/version.ts') {
-    return { layer: 'src/core', allowed: ['src/core/', 'src/version.ts', 'src/wire/', 'src/corefile/', 'src/plugin/plugin.ts'] };
+    return { layer: 'src/core', allowed: ['src/core/', 'src/version.ts', 'src/wire/', 'src/native/', 'src/corefile/', 'src/plugin/plugin.ts'] };
   }
-  const base = ['src/wire/', 'src/corefile/', 'src/plugin/plugin.ts', ...CORE_FOR_PLUGINS];
+  const base = ['src/wire/', 'src/native/', 'src/corefile/', 'src/plugin/plugin.ts', ...CORE_FOR_PLUGINS];
   if (file === 'src/plugin/plugin.ts') return { layer: 'src/plugin/plugin.ts', allowed: base };
   if (file === 'src/plugin/index.ts') return { layer: 'src/plugin/index.ts', allowed: ['src/plugin/', ...base] };
   // testing.ts builds requests, chains and Corefiles for the plugins' unit tests: it may use core like a test.
