@@ -170,9 +170,12 @@ export class Proxy {
     }
     try {
       const reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize);
+      // A native one-use socket exists only from its send on: its end is known now, not at the dial.
+      if (info !== undefined && info.local === '') info.local = conn.localEndpoint();
       this.transport.yield(conn);
       return reply;
     } catch (e) {
+      if (info !== undefined && info.local === '') info.local = conn.localEndpoint();
       conn.close();
       if (e instanceof UpstreamError && e.kind === 'timeout') this.metrics.timeoutsCount.labels(this.proxyName, this.addr, conn.proto).inc();
       throw e;

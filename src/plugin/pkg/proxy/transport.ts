@@ -10,10 +10,14 @@
 // when idle longer than `expire` or older than `maxAge`, at most
 // `maxIdleConns` kept per protocol; a sweep every 10 s closes stale ones. The
 // dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
+// With the `oneshot` addon (native-udp.ts) a one-use socket is opened, bound
+// to a port drawn from the CSPRNG in 1024-65535 and sent on in one C call,
+// so no spares are kept: the dgram spares are the fallback without it.
 
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
 import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
+import { NativeUdpConn, nativeTarget, oneshotAddon, type NativeTarget } from './native-udp.ts';
 
 const MIN_DIAL_MS = 1000;
 const MAX_DIAL_MS = 30000;
@@ -53,6 +57,8 @@ export class Transport {
   /** One-use sockets taken since the last sweep (none: the upstream is idle, its spares are closed). */
   private takenSinceSweep = 0;
   private refill: NodeJS.Immediate | undefined;
+  /** The upstream (and source) packed for the addon, for the source it was packed with; null: use dgram. */
+  private native: { source: string | undefined; target: NativeTarget | null } | undefined;
 
   constructor(host: string, port: number, addr: string, proxyName: string, opts: TransportOptions) {
     this.host = host;
@@ -87,19 +93,33 @@ export class Transport {
     return !this.opts.reuseUdp && this.opts.tls === undefined;
   }
 
+  /** The addon's target for this upstream, or null when the addon is absent or cannot serve it. */
+  private nativeTarget(): NativeTarget | null {
+    const source = this.opts.source;
+    if (this.native?.source !== source || this.native === undefined) {
+      const a = oneshotAddon();
+      this.native = { source, target: a === undefined ? null : nativeTarget(a, this.host, this.port, source, this.addr) ?? null };
+    }
+    return this.native.target;
+  }
+
   /**
-   * A UDP socket for one query, connected to the upstream on a port the kernel
-   * picked at random: a spare when one is ready, else opened here. Throws an
-   * UpstreamError when a socket cannot be opened.
+   * A UDP connection for one query. With the addon, its socket is opened at
+   * the send on a port from the CSPRNG in 1024-65535; without it, a dgram
+   * socket connected on a port the kernel picked at random: a spare when one
+   * is ready, else opened here (which throws an UpstreamError when a socket
+   * cannot be opened).
    */
-  oneShotUdp(): UdpConn {
+  oneShotUdp(): Conn {
     if (this.stopped) throw new UpstreamError('stopped', 'proxy: transport stopped');
     (this.misses.udp ??= (this.opts.metrics ?? proxyMetrics()).connCacheMissesCount.child(this.proxyName, this.addr, 'udp')).inc();
-    this.taken++;
-    this.takenSinceSweep++;
     // A UDP "dial" is local and takes no measurable time; CoreDNS counts it in the dial-time average
     // (which sets the TCP dial timeout after a truncated reply), and so do we.
     this.observeDial(0);
+    const target = this.nativeTarget();
+    if (target !== null) return new NativeUdpConn(oneshotAddon()!, target);
+    this.taken++;
+    this.takenSinceSweep++;
     this.refill ??= setImmediate(() => { this.openSpares(); });
     let c = this.spares.pop();
     while (c !== undefined && c.closed) c = this.spares.pop();

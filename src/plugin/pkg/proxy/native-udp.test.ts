@@ -1,0 +1,223 @@
+// One-use upstream UDP sockets, through whichever path this process runs: the `oneshot` addon, or dgram sockets
+// when it is absent (run these tests both ways: as is, and with NODENS_NATIVE=0). Real sockets on loopback.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import dgram from 'node:dgram';
+import { existsSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { Proxy, healthQuery, type ProxyOptions } from './proxy.ts';
+import { UpstreamError } from './errors.ts';
+import { nativeOpenSockets, oneshotAddon } from './native-udp.ts';
+import { newRegistry } from '../metrics.ts';
+import { proxyMetrics } from './metrics.ts';
+
+const native = oneshotAddon() !== undefined;
+
+function options(over: Partial<ProxyOptions> = {}): ProxyOptions {
+  return {
+    expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
+    readTimeoutMs: 2000, dohMethod: 'POST',
+    health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 },
+    metrics: proxyMetrics(newRegistry()),
+    ...over,
+  };
+}
+
+interface Seen { port: number; address: string; id: number }
+
+/** A UDP upstream on `host`: answers each query (QR set) unless `silent`; records where queries came from. */
+async function upstream(host: string, handler?: (q: Buffer, from: dgram.RemoteInfo, s: dgram.Socket) => void): Promise<{ port: number; seen: Seen[]; sock: dgram.Socket }> {
+  const sock = dgram.createSocket(host.includes(':') ? 'udp6' : 'udp4');
+  const seen: Seen[] = [];
+  sock.on('message', (q, from) => {
+    seen.push({ port: from.port, address: from.address, id: q.readUInt16BE(0) });
+    if (handler !== undefined) { handler(q, from, sock); return; }
+    const r = Buffer.from(q);
+    r[2] = r[2]! | 0x80;
+    sock.send(r, from.port, from.address);
+  });
+  await new Promise<void>((resolve) => { sock.bind(0, host, resolve); });
+  return { port: sock.address().port, seen, sock };
+}
+
+function openFds(): number {
+  return readdirSync('/proc/self/fd').length;
+}
+
+test('the addon loads where it was built, and is required in CI (NODENS_REQUIRE_NATIVE=1)', () => {
+  const built = existsSync(fileURLToPath(new URL('../../../../build/native/oneshot.node', import.meta.url)));
+  if (process.env.NODENS_REQUIRE_NATIVE === '1') assert.ok(native, 'NODENS_REQUIRE_NATIVE=1: the oneshot addon must load');
+  if (process.env.NODENS_NATIVE === '0') assert.equal(native, false, 'NODENS_NATIVE=0 forces the dgram path');
+  else assert.equal(native, built, 'loaded if and only if built');
+});
+
+test('2000 upstream queries leave from ≥ 1900 distinct source ports (with the addon: over 1024-65535) with random IDs', async (t) => {
+  const up = await upstream('127.0.0.1');
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  for (let batch = 0; batch < 20; batch++) {
+    await Promise.all(Array.from({ length: 100 }, () => p.connect(healthQuery('example.org.', true), 'udp', 512)));
+  }
+  const ports = up.seen.map((s) => s.port);
+  assert.equal(ports.length, 2000);
+  const distinct = new Set(ports).size;
+  // Uniform over 64512 ports, 2000 draws repeat about 31 ports (sd 5.5); the kernel's 28232 (32768-60999) about
+  // 70 (sd 8.4): both bounds are more than 8 sd away.
+  assert.ok(distinct >= (native ? 1900 : 1850), `distinct ports: ${distinct}`);
+  assert.ok(new Set(up.seen.map((s) => s.id)).size >= 1900, 'IDs from the CSPRNG (about 30 repeats expected)');
+  if (native) {
+    assert.ok(ports.every((x) => x >= 1024 && x <= 65535));
+    // Outside the kernel's default ephemeral range: expected 56 % of draws (sd 1.1 %).
+    const outside = ports.filter((x) => x < 32768 || x > 60999).length;
+    assert.ok(outside >= 0.45 * ports.length, `ports outside 32768-60999: ${outside}`);
+    assert.ok(ports.some((x) => x < 16384) && ports.some((x) => x > 61000), 'both ends of the range');
+  }
+});
+
+test('only the connected upstream address and port can answer: forgeries from another port or address are dropped', async (t) => {
+  const forgers: dgram.Socket[] = [];
+  const up = await upstream('127.0.0.1', (q, from, sock) => {
+    // Forged: the right ID and question, NXDOMAIN; sent at once from another port and from another address with
+    // the upstream's port. The genuine answer (NOERROR) follows 30 ms later.
+    const forged = Buffer.from(q);
+    forged[2] = forged[2]! | 0x80;
+    forged[3] = (forged[3]! & 0xf0) | 3;
+    for (const f of forgers) f.send(forged, from.port, from.address);
+    const r = Buffer.from(q);
+    r[2] = r[2]! | 0x80;
+    setTimeout(() => { sock.send(r, from.port, from.address); }, 30);
+  });
+  const other = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => { other.bind(0, '127.0.0.1', resolve); });
+  const sameport = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => { sameport.bind(up.port, '127.0.0.2', resolve); });
+  forgers.push(other, sameport);
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); other.close(); sameport.close(); });
+  for (let i = 0; i < 20; i++) {
+    const r = await p.connect(healthQuery('example.org.', true), 'udp', 512);
+    assert.equal(r[3]! & 0x0f, 0, `query ${i}: the genuine NOERROR, not the forged NXDOMAIN`);
+  }
+  // The control: an unconnected socket on the same path would have taken the forgery first.
+  const probe = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => { probe.bind(0, '127.0.0.1', resolve); });
+  const got: number[] = [];
+  const genuine = new Promise<void>((resolve) => {
+    probe.on('message', (m) => { got.push(m[3]! & 0x0f); if ((m[3]! & 0x0f) === 0) resolve(); });
+  });
+  probe.send(healthQuery('example.org.', true), up.port, '127.0.0.1');
+  await genuine;
+  assert.deepEqual(got, [3, 3, 0], 'an unconnected socket takes both forgeries before the genuine answer');
+  probe.close();
+});
+
+test('timeouts close their sockets: a burst of 300 queries to a silent upstream leaves no descriptor open', async (t) => {
+  const up = await upstream('127.0.0.1', () => { /* silent */ });
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { up.sock.close(); });
+  const before = openFds();
+  const results = await Promise.allSettled(Array.from({ length: 300 }, () => p.connect(healthQuery('example.org.', true), 'udp', 512, 150)));
+  assert.ok(up.seen.length >= 100, 'sent (the upstream\'s receive buffer may drop some of the burst)');
+  for (const r of results) {
+    assert.equal(r.status, 'rejected');
+    assert.match((r.reason as Error).message, /^read udp 127\.0\.0\.1:\d+->127\.0\.0\.1:\d+: i\/o timeout$/);
+  }
+  p.stop(); // closes the dgram path's spares
+  assert.equal(nativeOpenSockets(), 0, 'the addon holds no socket');
+  assert.ok(openFds() <= before, `descriptors: ${before} before, ${openFds()} after`);
+});
+
+test('ICMP port unreachable fails the query with Go\'s text: read udp L->R: read: connection refused', async () => {
+  const closed = dgram.createSocket('udp4');
+  await new Promise<void>((resolve) => { closed.bind(0, '127.0.0.1', resolve); });
+  const port = closed.address().port;
+  closed.close();
+  const p = new Proxy('127.0.0.1', port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  try {
+    await assert.rejects(p.connect(healthQuery('example.org.', true), 'udp', 512), (e: unknown) => {
+      assert.ok(e instanceof UpstreamError);
+      assert.equal(e.kind, 'refused');
+      assert.match(e.message, new RegExp(`^read udp 127\\.0\\.0\\.1:\\d+->127\\.0\\.0\\.1:${port}: read: connection refused$`));
+      return true;
+    });
+  } finally {
+    p.stop();
+  }
+  assert.equal(nativeOpenSockets(), 0);
+});
+
+test('a source address (forward\'s `source`) and an IPv6 upstream', async (t) => {
+  const up4 = await upstream('127.0.0.1');
+  const up6 = await upstream('::1');
+  const p4 = new Proxy('127.0.0.1', up4.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options({ source: '127.0.0.2' }));
+  const p6 = new Proxy('::1', up6.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  t.after(() => { p4.stop(); p6.stop(); up4.sock.close(); up6.sock.close(); });
+  const info = { local: '', proto: 'udp' as const };
+  for (let i = 0; i < 5; i++) {
+    await p4.connect(healthQuery('example.org.', true), 'udp', 512);
+    await p6.connect(healthQuery('example.org.', true), 'udp', 512, 2000, info);
+  }
+  assert.deepEqual(new Set(up4.seen.map((s) => s.address)), new Set(['127.0.0.2']));
+  assert.equal(new Set(up4.seen.map((s) => s.port)).size, 5);
+  assert.deepEqual(new Set(up6.seen.map((s) => s.address)), new Set(['::1']));
+  assert.equal(new Set(up6.seen.map((s) => s.port)).size, 5);
+  assert.equal(info.local, `[::1]:${up6.seen.at(-1)!.port}`, 'the local end, for dnstap');
+});
+
+test('a worker ending with queries in flight leaves no descriptor open', async () => {
+  const up = await upstream('127.0.0.1', () => { /* silent */ });
+  try {
+    const before = openFds();
+    const src = `
+      import { parentPort, workerData } from 'node:worker_threads';
+      import { Proxy, healthQuery } from ${JSON.stringify(new URL('./proxy.ts', import.meta.url).href)};
+      import { newRegistry } from ${JSON.stringify(new URL('../metrics.ts', import.meta.url).href)};
+      import { proxyMetrics } from ${JSON.stringify(new URL('./metrics.ts', import.meta.url).href)};
+      const p = new Proxy('127.0.0.1', workerData.port, 'dns', { file: 'w', line: 1, source: 'corefile' }, {
+        expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
+        readTimeoutMs: 60000, dohMethod: 'POST', metrics: proxyMetrics(newRegistry()),
+        health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 } });
+      for (let i = 0; i < 50; i++) p.connect(healthQuery('example.org.', true), 'udp', 512).catch(() => {});
+      parentPort.postMessage('sent');`;
+    const w = new Worker(new URL(`data:text/javascript,${encodeURIComponent(src)}`), { workerData: { port: up.port } });
+    await new Promise<void>((resolve, reject) => { w.once('message', () => { resolve(); }); w.once('error', reject); });
+    for (let i = 0; i < 100 && up.seen.length < 50; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(up.seen.length, 50, 'the worker\'s queries went out');
+    assert.ok(openFds() >= before + 50, 'their sockets are open');
+    await w.terminate();
+    assert.ok(openFds() <= before + 2, `descriptors: ${before} before, ${openFds()} after the worker ended`);
+  } finally {
+    up.sock.close();
+  }
+});
+
+test('out of descriptors, the query fails as Go words it: dial udp …: socket: too many open files', () => {
+  const script = `
+    import dgram from 'node:dgram';
+    import { Proxy, healthQuery } from ${JSON.stringify(new URL('./proxy.ts', import.meta.url).href)};
+    import { newRegistry } from ${JSON.stringify(new URL('../metrics.ts', import.meta.url).href)};
+    import { proxyMetrics } from ${JSON.stringify(new URL('./metrics.ts', import.meta.url).href)};
+    const up = dgram.createSocket('udp4');
+    up.bind(0, '127.0.0.1', async () => {
+      const p = new Proxy('127.0.0.1', up.address().port, 'dns', { file: 'x', line: 1, source: 'corefile' }, {
+        expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
+        readTimeoutMs: 300, dohMethod: 'POST', metrics: proxyMetrics(newRegistry()),
+        health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 } });
+      const all = [];
+      for (let i = 0; i < 200; i++) all.push(p.connect(healthQuery('example.org.', true), 'udp', 512));
+      const rs = await Promise.allSettled(all);
+      const m = rs.find((x) => x.status === 'rejected' && !x.reason.message.includes('i/o timeout'));
+      console.log(m ? m.reason.message : 'no error');
+      process.exit(0);
+    });`;
+  const r = spawnSync('prlimit', ['--nofile=60', '--', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout.trim(), /^dial udp 127\.0\.0\.1:\d+: socket: too many open files$/);
+});

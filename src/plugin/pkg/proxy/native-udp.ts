@@ -1,0 +1,154 @@
+// One-use UDP sockets through the `oneshot` addon (native/oneshot.c): per upstream query one C call opens a socket
+// on a source port drawn from the CSPRNG in 1024-65535, connects it to the upstream and sends; replies of all
+// sockets come back in one call per readable turn of a single epoll. Everything a client can see (ID and question
+// checks, error texts, timeouts) is Conn's, as for the dgram sockets of conn.ts, which remain the fallback when
+// the addon is not built (or NODENS_NATIVE=0).
+
+import { constants } from 'node:os';
+import { loadNative } from '../../../native/index.ts';
+import { Conn } from './conn.ts';
+import { UpstreamError, dialFailure, errnoText } from './errors.ts';
+
+interface OneshotAddon {
+  setup(deliver: (n: number) => void): [ArrayBuffer, ArrayBuffer];
+  sockaddr(ip: string, port: number): ArrayBuffer | null;
+  send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array): number;
+  close(fd: number): void;
+  local(fd: number): string;
+  open(): number;
+}
+
+let addon: OneshotAddon | undefined | null = null;
+/** Replies of the current batch (shared with the addon) and their index: fd, offset, length or -errno. */
+let data: Buffer;
+let meta: Int32Array;
+/** The connection waiting on each open descriptor. */
+const conns: (NativeUdpConn | undefined)[] = [];
+
+function deliverAll(n: number): void {
+  for (let i = 0; i < 3 * n; i += 3) {
+    const c = conns[meta[i]!];
+    if (c === undefined) continue; // closed meanwhile (a timeout in the same turn)
+    const len = meta[i + 2]!;
+    if (len < 0) {
+      c.onError(-len);
+      continue;
+    }
+    // A copy: the shared memory is overwritten by the next batch, and the reply goes on to the cache and client.
+    const off = meta[i + 1]!;
+    const m = Buffer.allocUnsafe(len);
+    data.copy(m, 0, off, off + len);
+    c.onReply(m);
+  }
+}
+
+/** The addon, set up on first use; undefined when not built, not Linux, or NODENS_NATIVE=0. */
+export function oneshotAddon(): OneshotAddon | undefined {
+  if (addon === null) {
+    const a = loadNative<OneshotAddon>('oneshot');
+    if (a !== undefined) {
+      const [d, m] = a.setup(deliverAll);
+      data = Buffer.from(d);
+      meta = new Int32Array(m);
+    }
+    addon = a;
+  }
+  return addon;
+}
+
+/** Sockets the addon holds open (tests: none left after timeouts). */
+export function nativeOpenSockets(): number {
+  return oneshotAddon()?.open() ?? 0;
+}
+
+let errnoNames: Map<number, string> | undefined;
+/** An errno number as the code Node would report it (EMFILE...), for errors.ts's texts. */
+function errnoError(errno: number): NodeJS.ErrnoException {
+  if (errnoNames === undefined) {
+    errnoNames = new Map();
+    for (const [name, n] of Object.entries(constants.errno)) errnoNames.set(n, name);
+  }
+  const code = errnoNames.get(errno) ?? `errno ${errno}`;
+  return Object.assign(new Error(code), { code, errno });
+}
+
+/** Where one upstream's one-use sockets go and leave from, packed once for the addon. */
+export interface NativeTarget {
+  dst: ArrayBuffer;
+  src: ArrayBuffer | null;
+  remote: string;
+}
+
+/** The packed target, or undefined when the addon cannot serve it (not an IP literal: dgram looks names up). */
+export function nativeTarget(a: OneshotAddon, host: string, port: number, source: string | undefined, remote: string): NativeTarget | undefined {
+  const dst = a.sockaddr(host, port);
+  if (dst === null) return undefined;
+  const src = source === undefined ? null : a.sockaddr(source, 0);
+  if (source !== undefined && src === null) return undefined;
+  return { dst, src, remote };
+}
+
+export class NativeUdpConn extends Conn {
+  private readonly target: NativeTarget;
+  private readonly addon: OneshotAddon;
+  private fd = -1;
+  private port = 0;
+
+  constructor(a: OneshotAddon, target: NativeTarget) {
+    super('udp', target.remote);
+    this.addon = a;
+    this.target = target;
+  }
+
+  /** Opens the socket and sends: one system-call sequence in C. A failure ends the exchange with Go's text. */
+  protected send(query: Uint8Array): void {
+    const r = this.addon.send(this.target.dst, this.target.src, query);
+    if (r >= 0) {
+      this.fd = Math.floor(r / 65536);
+      this.port = r - this.fd * 65536;
+      conns[this.fd] = this;
+      return;
+    }
+    const stage = Math.floor(-r / 4096);
+    const e = errnoError(-r - stage * 4096);
+    if (stage === 4) {
+      this.fail(new UpstreamError('write', `write udp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`));
+    } else {
+      const code = e.code;
+      // As UdpConn.open and dgram word them: socket(2) out of descriptors, bind's errno, connect's.
+      const why = stage === 3 ? `connect: ${errnoText(e)}` : code === 'EMFILE' || code === 'ENFILE' ? dialFailure(e) : errnoText(e);
+      this.fail(new UpstreamError('dial', `dial udp ${this.remote}: ${why}`));
+    }
+  }
+
+  onReply(m: Buffer): void {
+    this.deliver(m);
+  }
+
+  onError(errno: number): void {
+    const e = errnoError(errno);
+    // Go wraps the errno of a failed recv in a SyscallError: `read: connection refused`.
+    this.fail(new UpstreamError(e.code === 'ECONNREFUSED' ? 'refused' : 'other', `read udp ${this.localAddr()}->${this.remote}: read: ${errnoText(e)}`));
+  }
+
+  /** Looked up only when a text needs it (error, dnstap): one getsockname less per query. */
+  protected override localAddr(): string {
+    if (this.local === '' && this.fd >= 0) this.local = this.addon.local(this.fd);
+    return this.local;
+  }
+
+  /** The local port (tests: source-port checks); 0 before the send. */
+  localPort(): number {
+    return this.port;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.fd >= 0) {
+      conns[this.fd] = undefined;
+      this.addon.close(this.fd);
+      this.fd = -1;
+    }
+  }
+}
