@@ -3,11 +3,14 @@
 //   per-query-lookup   a socket per query, dgram.connect with the default lookup (forward before the spares)
 //   one-use-spare      a socket per query, opened ahead with an IP-literal lookup, connected (forward's default)
 //   pooled             sockets reused, one per query in flight (reuse_udp_sockets, CoreDNS)
+//   native-oneshot     a socket per query opened, bound to a CSPRNG port, connected and sent in one call of the
+//                      oneshot addon (native/oneshot.c; forward's default when built), replies through one epoll
 // Prints queries/s and CPU µs per query (user, system) of this process. Run:
 //   taskset -c 0 node bench/udp-sockets.ts [N]
 import dgram from 'node:dgram';
 import type { LookupOneOptions } from 'node:dns';
 import { spawn } from 'node:child_process';
+import { loadNative } from '../src/native/index.ts';
 
 const N = Number(process.argv[2] ?? 30000);
 const IN_FLIGHT = 100;
@@ -32,6 +35,28 @@ function openSpare(): dgram.Socket {
   s.on('error', () => {});
   s.connect(port, HOST);
   return s;
+}
+
+interface Oneshot {
+  setup(deliver: (n: number) => void): [ArrayBuffer, ArrayBuffer];
+  sockaddr(ip: string, port: number): ArrayBuffer | null;
+  send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array): number;
+  close(fd: number): void;
+}
+const oneshot = loadNative<Oneshot>('oneshot');
+const waiting: ((() => void) | undefined)[] = [];
+let meta: Int32Array | undefined;
+const dst = oneshot?.sockaddr(HOST, port);
+if (oneshot !== undefined) {
+  meta = new Int32Array(oneshot.setup((n) => {
+    for (let i = 0; i < 3 * n; i += 3) {
+      const fd = meta![i]!;
+      const done = waiting[fd];
+      waiting[fd] = undefined;
+      oneshot.close(fd);
+      done?.();
+    }
+  })[1]);
 }
 
 type Variant = (done: () => void) => void;
@@ -62,6 +87,15 @@ const variants: Record<string, { one: Variant; refill?: () => void }> = {
     },
   },
 };
+if (oneshot !== undefined) {
+  variants['native-oneshot'] = {
+    one(done) {
+      const r = oneshot.send(dst!, null, QUERY);
+      if (r < 0) throw new Error(`send: ${r}`);
+      waiting[Math.floor(r / 65536)] = done;
+    },
+  };
+}
 
 for (const [name, v] of Object.entries(variants)) {
   v.refill?.();
