@@ -18,6 +18,9 @@
 //   close(fd)                                                close (and so leave the epoll set)
 //   local(fd) -> string                                      "ip:port" of our end ('' when unknown)
 //   open() -> number                                         sockets open (tests: timeouts close them)
+//   avoid(port)                                              never draw this port (the server's own UDP ports:
+//                                                            a reload binding one must not find it held by a
+//                                                            query's socket; unbound's outgoing-port-avoid)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,6 +65,7 @@ typedef struct {
   int open_count;
   uint16_t rnd[512];
   int rnd_at;
+  uint8_t avoid[65536 / 8];
   napi_async_cleanup_hook_handle cleanup;
 } state_t;
 
@@ -88,7 +92,10 @@ static int random_port(state_t *s) {
       s->rnd_at = 0;
     }
     unsigned r = s->rnd[s->rnd_at++];
-    if (r < 65536 - 1024) return (int)(1024 + r);
+    if (r >= 65536 - 1024) continue;
+    r += 1024;
+    if (s->avoid[r >> 3] & (1u << (r & 7))) continue;
+    return (int)r;
   }
 }
 
@@ -371,6 +378,17 @@ static napi_value js_local(napi_env env, napi_callback_info info) {
   return out;
 }
 
+static napi_value js_avoid(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  state_t *s = state_of(env, info, &argc, argv);
+  if (s == NULL) return NULL;
+  int32_t port = -1;
+  if (argc >= 1 && napi_get_value_int32(env, argv[0], &port) == napi_ok && port > 0 && port < 65536)
+    s->avoid[port >> 3] |= (uint8_t)(1u << (port & 7));
+  return NULL;
+}
+
 static napi_value js_open(napi_env env, napi_callback_info info) {
   size_t argc = 0;
   state_t *s = state_of(env, info, &argc, NULL);
@@ -434,7 +452,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     const char *name;
     napi_callback fn;
   } fns[] = {{"setup", js_setup}, {"sockaddr", js_sockaddr}, {"send", js_send},
-             {"close", js_close}, {"local", js_local},       {"open", js_open}};
+             {"close", js_close}, {"local", js_local},       {"open", js_open},
+             {"avoid", js_avoid}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, s, &f) != napi_ok ||

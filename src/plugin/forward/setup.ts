@@ -15,6 +15,7 @@ import { stringToRcode } from '../../wire/constants.ts';
 import { parseDuration, formatDuration, DurationError } from '../pkg/duration.ts';
 import type { TlsOptions } from '../pkg/proxy/conn.ts';
 import type { ProxyOptions, UpstreamKind } from '../pkg/proxy/proxy.ts';
+import { avoidSourcePort } from '../pkg/proxy/native-udp.ts';
 import { Forward, specsFromFile, type ForwardOptions, type ToEntry, type UpstreamSpec } from './forward.ts';
 import { RandomPolicy, RoundRobinPolicy, SequentialPolicy } from './policy.ts';
 import { stripZone } from '../pkg/resolvconf.ts';
@@ -473,6 +474,8 @@ export const plugin: PluginDefinition = {
   async setup(c) {
     const { stanzas } = parse(c);
     const fs: Forward[] = [];
+    // The block's own DNS port is never a one-use socket's source port (native path; a reload must bind it).
+    if (c.config.transport === 'dns') avoidSourcePort(Number(c.config.port));
     for (const st of stanzas) fs.push(await buildForward(st, c.log, c.instance.metrics));
     for (let i = 0; i < fs.length; i++) {
       const f = fs[i]!;

@@ -221,3 +221,36 @@ test('out of descriptors, the query fails as Go words it: dial udp …: socket: 
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout.trim(), /^dial udp 127\.0\.0\.1:\d+: socket: too many open files$/);
 });
+
+test('ports to avoid (the server\'s own) are never drawn: all but 1024-1123 avoided, 200 queries stay in those 100', () => {
+  const script = `
+    import dgram from 'node:dgram';
+    import { avoidSourcePort } from ${JSON.stringify(new URL('./native-udp.ts', import.meta.url).href)};
+    import { Proxy, healthQuery } from ${JSON.stringify(new URL('./proxy.ts', import.meta.url).href)};
+    import { newRegistry } from ${JSON.stringify(new URL('../metrics.ts', import.meta.url).href)};
+    import { proxyMetrics } from ${JSON.stringify(new URL('./metrics.ts', import.meta.url).href)};
+    for (let p = 1124; p < 65536; p++) avoidSourcePort(p);
+    const up = dgram.createSocket('udp4');
+    const ports = [];
+    up.on('message', (q, from) => { ports.push(from.port); q[2] |= 0x80; up.send(q, from.port, from.address); });
+    up.bind(0, '127.0.0.1', async () => {
+      const p = new Proxy('127.0.0.1', up.address().port, 'dns', { file: 'x', line: 1, source: 'corefile' }, {
+        expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
+        readTimeoutMs: 2000, dohMethod: 'POST', metrics: proxyMetrics(newRegistry()),
+        health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 } });
+      for (let i = 0; i < 200; i++) await p.connect(healthQuery('example.org.', true), 'udp', 512);
+      console.log(JSON.stringify(ports));
+      process.exit(0);
+    });`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20000 });
+  assert.equal(r.status, 0, r.stderr);
+  const ports = JSON.parse(r.stdout) as number[];
+  assert.equal(ports.length, 200);
+  if (native) {
+    assert.ok(ports.every((p) => p >= 1024 && p <= 1123), `ports: ${ports.filter((p) => p > 1123).join(',')}`);
+    assert.ok(new Set(ports).size >= 50, 'spread over the 100 left');
+  } else {
+    // The kernel's choice: the avoid list is the addon's; without it ports come from ip_local_port_range.
+    assert.ok(ports.every((p) => p > 1123));
+  }
+});

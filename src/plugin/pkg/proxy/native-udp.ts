@@ -16,6 +16,7 @@ interface OneshotAddon {
   close(fd: number): void;
   local(fd: number): string;
   open(): number;
+  avoid(port: number): void;
 }
 
 let addon: OneshotAddon | undefined | null = null;
@@ -59,6 +60,15 @@ export function oneshotAddon(): OneshotAddon | undefined {
 /** Sockets the addon holds open (tests: none left after timeouts). */
 export function nativeOpenSockets(): number {
   return oneshotAddon()?.open() ?? 0;
+}
+
+/**
+ * Never draw `port` as a source port: the server's own UDP listener ports, so that a reload binding one does not
+ * find it held for a moment by a query's socket (unbound's outgoing-port-avoid). Without the addon the kernel picks
+ * ports in ip_local_port_range, which listeners keep clear of.
+ */
+export function avoidSourcePort(port: number): void {
+  oneshotAddon()?.avoid(port);
 }
 
 let errnoNames: Map<number, string> | undefined;
