@@ -311,7 +311,9 @@ describe('source ports (RFC 5452)', () => {
       for (let i = 0; i < 30; i++) await exchange(s.port, query(`n${i}.ports.example`));
       const udp = up.seen.filter((x) => x.proto === 'udp');
       assert.equal(udp.length, 30);
-      assert.equal(new Set(udp.map((x) => x.srcPort)).size, 30, `ports: ${udp.map((x) => x.srcPort).join(',')}`);
+      // A port drawn again at random by chance: 1 in 60 among 30 queries with the kernel's 28232 ports (no addon),
+      // 1 in 140 over the addon's 64512; two repeats, under 1 in 10^4.
+      assert.ok(new Set(udp.map((x) => x.srcPort)).size >= 29, `ports: ${udp.map((x) => x.srcPort).join(',')}`);
       assert.ok(new Set(udp.map((x) => x.id)).size >= 29);
     } finally { await s.stop(); await up.stop(); }
   });
