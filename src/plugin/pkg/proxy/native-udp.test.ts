@@ -130,7 +130,8 @@ test('timeouts close their sockets: a burst of 300 queries to a silent upstream 
   }
   p.stop(); // closes the dgram path's spares
   assert.equal(nativeOpenSockets(), 0, 'the addon holds no socket');
-  assert.ok(openFds() <= before, `descriptors: ${before} before, ${openFds()} after`);
+  // A few descriptors of the runtime's own may open meanwhile (lazily); a leak would be hundreds.
+  assert.ok(openFds() <= before + 3, `descriptors: ${before} before, ${openFds()} after`);
 });
 
 test('ICMP port unreachable fails the query with Go\'s text: read udp L->R: read: connection refused', async () => {
