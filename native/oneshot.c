@@ -15,6 +15,8 @@
 //   sockaddr(ip, port) -> ArrayBuffer | null                 an IP literal packed as a sockaddr (null: not one)
 //   send(dst, src | null, query) -> number                   fd * 65536 + local port, or -(stage * 4096 + errno)
 //                                                            (stage 1 socket, 2 bind, 3 connect, 4 send)
+//   resend(fd, query) -> number                              send again on an open socket (reuse_udp_sockets
+//                                                            pools them): 0, or -(4 * 4096 + errno)
 //   close(fd)                                                close (and so leave the epoll set)
 //   local(fd) -> string                                      "ip:port" of our end ('' when unknown)
 //   open() -> number                                         sockets open (tests: timeouts close them)
@@ -339,6 +341,29 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   return out;
 }
 
+static napi_value js_resend(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  state_t *s = state_of(env, info, &argc, argv);
+  if (s == NULL) return NULL;
+  int32_t fd = -1;
+  void *q = NULL;
+  size_t qlen = 0, boff = 0;
+  napi_typedarray_type tt;
+  napi_value ab;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok ||
+      napi_get_typedarray_info(env, argv[1], &tt, &qlen, &q, &ab, &boff) != napi_ok || tt != napi_uint8_array) {
+    napi_throw_type_error(env, NULL, "resend(fd, query: Uint8Array)");
+    return NULL;
+  }
+  int rc = 0;
+  if (fd < 0 || fd >= s->owned_cap || !s->owned[fd]) rc = -(4 * 4096 + EBADF); // not one of ours: never write to it
+  else if (send(fd, q, qlen, MSG_DONTWAIT) != (ssize_t)qlen) rc = -(4 * 4096 + errno);
+  napi_value out;
+  napi_create_int32(env, rc, &out);
+  return out;
+}
+
 static napi_value js_close(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -453,7 +478,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     napi_callback fn;
   } fns[] = {{"setup", js_setup}, {"sockaddr", js_sockaddr}, {"send", js_send},
              {"close", js_close}, {"local", js_local},       {"open", js_open},
-             {"avoid", js_avoid}};
+             {"avoid", js_avoid}, {"resend", js_resend}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, s, &f) != napi_ok ||

@@ -255,3 +255,27 @@ test('ports to avoid (the server\'s own) are never drawn: all but 1024-1123 avoi
     assert.ok(ports.every((p) => p > 1123));
   }
 });
+
+test('reuse_udp_sockets: sequential queries share one pooled socket; a duplicated late reply is skipped by the next query; stop closes it', async (t) => {
+  // Each reply is sent twice, the copy 5 ms later: it reaches the pooled socket while (or after) the next query waits.
+  const up = await upstream('127.0.0.1', (q, from, sock) => {
+    const r = Buffer.from(q);
+    r[2] = r[2]! | 0x80;
+    sock.send(r, from.port, from.address);
+    setTimeout(() => { sock.send(r, from.port, from.address); }, 5);
+  });
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options({ reuseUdp: true }));
+  p.start();
+  t.after(() => { up.sock.close(); });
+  for (let i = 0; i < 10; i++) {
+    const q = healthQuery('example.org.', true);
+    q.writeUInt16BE(0x1000 + i, 0);
+    const r = await p.connect(q, 'udp', 512);
+    assert.equal(r.readUInt16BE(0), 0x1000 + i, 'the reply to this query (client ID restored), not the previous one\'s copy');
+  }
+  assert.equal(new Set(up.seen.map((s) => s.port)).size, 1, 'one pooled socket');
+  assert.equal(p.transport.idle('udp'), 1);
+  await new Promise((r) => setTimeout(r, 20));
+  p.stop();
+  assert.equal(nativeOpenSockets(), 0, 'closed at stop');
+});

@@ -2,7 +2,8 @@
 // on a source port drawn from the CSPRNG in 1024-65535, connects it to the upstream and sends; replies of all
 // sockets come back in one call per readable turn of a single epoll. Everything a client can see (ID and question
 // checks, error texts, timeouts) is Conn's, as for the dgram sockets of conn.ts, which remain the fallback when
-// the addon is not built (or NODENS_NATIVE=0).
+// the addon is not built (or NODENS_NATIVE=0). With reuse_udp_sockets the same connections are pooled by the
+// transport and send again on their open socket.
 
 import { constants } from 'node:os';
 import { loadNative } from '../../../native/index.ts';
@@ -13,6 +14,7 @@ interface OneshotAddon {
   setup(deliver: (n: number) => void): [ArrayBuffer, ArrayBuffer];
   sockaddr(ip: string, port: number): ArrayBuffer | null;
   send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array): number;
+  resend(fd: number, query: Uint8Array): number;
   close(fd: number): void;
   local(fd: number): string;
   open(): number;
@@ -110,9 +112,14 @@ export class NativeUdpConn extends Conn {
     this.target = target;
   }
 
-  /** Opens the socket and sends: one system-call sequence in C. A failure ends the exchange with Go's text. */
+  /**
+   * Opens the socket and sends: one system-call sequence in C (or, pooled, sends again on the open socket). A
+   * failure ends the exchange with Go's text.
+   */
   protected send(query: Uint8Array): void {
-    const r = this.addon.send(this.target.dst, this.target.src, query);
+    // A pooled connection (reuse_udp_sockets) sends again on its socket; a fresh one opens it.
+    const r = this.fd >= 0 ? this.addon.resend(this.fd, query) : this.addon.send(this.target.dst, this.target.src, query);
+    if (r === 0 && this.fd >= 0) return;
     if (r >= 0) {
       this.fd = Math.floor(r / 65536);
       this.port = r - this.fd * 65536;

@@ -12,7 +12,8 @@
 // dial timeout follows twice a moving average of recent dial times, in [1 s, 30 s].
 // With the `oneshot` addon (native-udp.ts) a one-use socket is opened, bound
 // to a port drawn from the CSPRNG in 1024-65535 and sent on in one C call,
-// so no spares are kept: the dgram spares are the fallback without it.
+// so no spares are kept: the dgram spares are the fallback without it. With
+// `reuse_udp_sockets` the addon's sockets are pooled like dgram's.
 
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
@@ -183,7 +184,12 @@ export class Transport {
     const t0 = Date.now();
     const timeout = this.dialTimeoutMs();
     try {
-      if (proto === 'udp') return await UdpConn.dial(this.host, this.port, this.opts.source, timeout);
+      if (proto === 'udp') {
+        // reuse_udp_sockets with the addon: the same connections, pooled; the socket opens at the first send.
+        const target = this.nativeTarget();
+        if (target !== null) return new NativeUdpConn(oneshotAddon()!, target);
+        return await UdpConn.dial(this.host, this.port, this.opts.source, timeout);
+      }
       return await StreamConn.dial(this.host, this.port, proto, this.opts.source, timeout, this.opts.tls);
     } finally {
       this.observeDial(Date.now() - t0);
