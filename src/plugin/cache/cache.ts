@@ -299,6 +299,8 @@ interface Bound {
   hitsDenial: { inc(): void };
   misses: { inc(): void };
   stale: { inc(): void };
+  sizeSuccess: { set(v: number): void };
+  sizeDenial: { set(v: number): void };
 }
 
 /** CoreDNS dnsutil.MinimalTTL (plus the SOA MINIMUM for denials, RFC 2308 §5). */
@@ -403,6 +405,8 @@ export class Cache implements Handler {
         hitsDenial: this.m.cacheHits.child(server, 'denial', z, v),
         misses: this.m.cacheMisses.child(server, z, v),
         stale: this.m.servedStale.child(server, z, v),
+        sizeSuccess: this.m.cacheSize.child(server, 'success', z, v),
+        sizeDenial: this.m.cacheSize.child(server, 'denial', z, v),
       };
       this.bound.set(server, b);
     }
@@ -673,8 +677,9 @@ export class Cache implements Handler {
     if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === Rcode.NOERROR && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
       this.ncache.remove(key);
     }
-    this.m.cacheSize.labels(server, 'success', this.zonesLabel, this.view).set(this.pcache.len);
-    this.m.cacheSize.labels(server, 'denial', this.zonesLabel, this.view).set(this.ncache.len);
+    const b = this.metrics(server);
+    b.sizeSuccess.set(this.pcache.len);
+    b.sizeDenial.set(this.ncache.len);
     return item;
   }
 }

@@ -1,12 +1,12 @@
 // CoreDNS plugin/cache metrics (names, help and label order as CoreDNS), in the server's registry.
 
-// The counters touched per query are plain-number vectors (pkg/vec.ts): a hit costs an
-// addition, not a prom-client label lookup.
-import { gauge, metricSet } from '../pkg/metrics.ts';
-import { counterVec } from '../pkg/vec.ts';
+// The counters touched per query, and the entries gauge set at each insert, are plain-number vectors
+// (pkg/vec.ts): a hit costs an addition, not a prom-client label lookup.
+import { metricSet } from '../pkg/metrics.ts';
+import { counterVec, gaugeVec } from '../pkg/vec.ts';
 
 export const cacheMetrics = metricSet((r) => ({
-  cacheSize: gauge(r, 'coredns_cache_entries', 'The number of elements in the cache.', ['server', 'type', 'zones', 'view']),
+  cacheSize: gaugeVec(r, 'coredns_cache_entries', 'The number of elements in the cache.', ['server', 'type', 'zones', 'view']),
   cacheRequests: counterVec(r, 'coredns_cache_requests_total', 'The count of cache requests.', ['server', 'zones', 'view']),
   cacheHits: counterVec(r, 'coredns_cache_hits_total', 'The count of cache hits.', ['server', 'type', 'zones', 'view']),
   cacheMisses: counterVec(r, 'coredns_cache_misses_total',

@@ -1,4 +1,4 @@
-// Counters and histograms for the per-query metrics, cheap enough for the query
+// Counters, gauges and histograms for the per-query metrics, cheap enough for the query
 // path: a child (one label combination) is a plain object with numeric fields,
 // fetched once and kept by the caller; recording is an addition, no label
 // hashing and no string building. The vectors register into a server's
@@ -16,6 +16,18 @@ export class CounterChild {
   readonly labels: Labels;
   constructor(labels: Labels) { this.labels = labels; }
   inc(by = 1): void { this.value += by; }
+}
+
+export class GaugeChild {
+  value = 0;
+  /** Set at least once: a series from then on, zero included (as a prom-client gauge's label set). */
+  seen = false;
+  readonly labels: Labels;
+  constructor(labels: Labels) { this.labels = labels; }
+  set(v: number): void {
+    this.value = v;
+    this.seen = true;
+  }
 }
 
 export class HistogramChild {
@@ -88,6 +100,23 @@ export class CounterVec extends Vec<CounterChild> {
   }
 }
 
+export class GaugeVec extends Vec<GaugeChild> {
+  readonly type = 'gauge' as const;
+  protected make(labels: Labels): GaugeChild { return new GaugeChild(labels); }
+  reset(): void {
+    for (const c of this.children.values()) {
+      c.value = 0;
+      c.seen = false;
+    }
+  }
+
+  get(): { name: string; help: string; type: 'gauge'; values: Value[]; aggregator: 'sum' } {
+    const values: Value[] = [];
+    for (const c of this.children.values()) if (c.seen) values.push({ labels: c.labels, value: c.value });
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+  }
+}
+
 export class HistogramVec extends Vec<HistogramChild> {
   readonly type = 'histogram' as const;
   readonly bounds: readonly number[];
@@ -127,6 +156,11 @@ export class HistogramVec extends Vec<HistogramChild> {
 /** The counter vector `name` of `reg`, made once. */
 export function counterVec(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[]): CounterVec {
   return once(reg, name, () => new CounterVec(reg, name, help, labelNames));
+}
+
+/** The gauge vector `name` of `reg`, made once. */
+export function gaugeVec(reg: MetricsRegistry, name: string, help: string, labelNames: readonly string[]): GaugeVec {
+  return once(reg, name, () => new GaugeVec(reg, name, help, labelNames));
 }
 
 /** The histogram vector `name` of `reg`, made once. */
