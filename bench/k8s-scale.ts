@@ -2,7 +2,7 @@
 // 10,000 services and 100,000 endpoints (one EndpointSlice of 10 ready endpoints per service).
 //
 //   node bench/k8s-scale.ts [--apiserver real|fake] [--services 10000] [--endpoints-per-service 10]
-//                           [--duration 10] [--servers nodens,coredns] [--nodens PATH] [--out FILE]
+//                           [--duration 10] [--servers nodens,coredns] [--nodens PATH] [--out FILE] [--hold]
 //
 // --apiserver real (the default): the real kube-apiserver + etcd of scripts/k8s-reference.sh
 // (test/helpers/kube-apiserver.ts), loaded with parallel POSTs over keep-alive connections (timed). Both DNS
@@ -17,7 +17,8 @@
 //   - dnsperf over A queries for every service (shuffled; one in ten headless, 10 answers): QPS and, load
 //     independent, the server's CPU seconds per 100k answered queries;
 //   - the time from creating a new service (POST sent) to its first NOERROR answer, median of 3.
-// --nodens PATH runs another nodens build too (A/B: the same API server, the same state).
+// --nodens PATH runs another nodens build too (A/B: the same API server, the same state). --hold loads the API
+// server, prints the kubeconfig's path and keeps it up until interrupted (for profiling by hand).
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -35,10 +36,10 @@ import { COREDNS_VERSION } from '../src/version.ts';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NODE = process.execPath;
 
-interface Opts { apiserver: 'real' | 'fake'; services: number; perService: number; duration: number; servers: string[]; nodens: string[]; out: string | undefined }
+interface Opts { apiserver: 'real' | 'fake'; services: number; perService: number; duration: number; servers: string[]; nodens: string[]; out: string | undefined; hold: boolean }
 
 function parseArgs(argv: string[]): Opts {
-  const o: Opts = { apiserver: 'real', services: 10000, perService: 10, duration: 10, servers: ['nodens', 'coredns'], nodens: [], out: undefined };
+  const o: Opts = { apiserver: 'real', services: 10000, perService: 10, duration: 10, servers: ['nodens', 'coredns'], nodens: [], out: undefined, hold: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--services') o.services = Number(argv[++i]);
@@ -47,12 +48,13 @@ function parseArgs(argv: string[]): Opts {
     else if (a === '--out') o.out = argv[++i];
     else if (a === '--servers') o.servers = argv[++i].split(',');
     else if (a === '--nodens') o.nodens.push(argv[++i]);
+    else if (a === '--hold') o.hold = true;
     else if (a === '--apiserver') {
       const v = argv[++i];
       if (v !== 'real' && v !== 'fake') throw new Error('--apiserver takes real or fake');
       o.apiserver = v;
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write('node bench/k8s-scale.ts [--apiserver real|fake] [--services N] [--endpoints-per-service N] [--duration S] [--servers nodens,coredns] [--nodens PATH]... [--out FILE]\n');
+      process.stdout.write('node bench/k8s-scale.ts [--apiserver real|fake] [--services N] [--endpoints-per-service N] [--duration S] [--servers nodens,coredns] [--nodens PATH]... [--out FILE] [--hold]\n');
       process.exit(0);
     } else throw new Error(`unknown flag ${a}`);
   }
@@ -318,6 +320,13 @@ async function main(): Promise<void> {
   writeFileSync(qfile, queryFile(o.services));
   const setup = o.apiserver === 'real' ? await realApiServer(state) : await fakeApiServer(state, dir);
   writeFileSync(path.join(dir, 'kubeconfig'), readFileSync(setup.kubeconfig));
+  if (o.hold) {
+    // For profiling by hand: the loaded API server stays up until this process is interrupted.
+    process.stdout.write(`kubeconfig: ${path.join(dir, 'kubeconfig')} (Ctrl-C ends the API server)\n`);
+    await new Promise<void>((resolve) => { process.once('SIGINT', resolve); process.once('SIGTERM', resolve); });
+    await setup.stop();
+    return;
+  }
   const results: Result[] = [];
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   try {
