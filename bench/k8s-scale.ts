@@ -3,6 +3,7 @@
 //
 //   node bench/k8s-scale.ts [--apiserver real|fake] [--services 10000] [--endpoints-per-service 10]
 //                           [--duration 10] [--servers nodens,coredns] [--nodens PATH] [--out FILE] [--hold]
+//                           [--rounds 2] [--load etcd|post]
 //
 // --apiserver real (the default): the real kube-apiserver + etcd of scripts/k8s-reference.sh
 // (test/helpers/kube-apiserver.ts). --load etcd (the default) writes the objects straight into etcd under the
@@ -15,7 +16,8 @@
 // servers read it as CoreDNS does in a cluster: the streaming list from the API server's watch cache, then the
 // watch (CoreDNS in protobuf, nodens in JSON). --apiserver fake: the in-repo test API server (test/k8s-api).
 //
-// For each server, one after the other, the DNS server pinned to core 0 (`taskset -c 0`), dnsperf to core 1:
+// --rounds N runs the servers N times, alternating (nodens, CoreDNS, nodens, CoreDNS...): on a shared machine one
+// run says little, the medians and the spread say more. For each server, one after the other, the DNS server pinned to core 0 (`taskset -c 0`), dnsperf to core 1:
 //   - time from process start to the `ready` plugin's 200, and to the first NOERROR answer for the last
 //     service created (both servers hold their listeners until the initial sync, startup_timeout 300s);
 //   - CPU seconds (utime+stime from /proc/<pid>/stat) spent until ready: the load-independent cost of the sync;
@@ -42,10 +44,10 @@ import { COREDNS_VERSION } from '../src/version.ts';
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const NODE = process.execPath;
 
-interface Opts { apiserver: 'real' | 'fake'; services: number; perService: number; duration: number; servers: string[]; nodens: string[]; out: string | undefined; hold: boolean; load: 'etcd' | 'post' }
+interface Opts { apiserver: 'real' | 'fake'; services: number; perService: number; duration: number; servers: string[]; nodens: string[]; out: string | undefined; hold: boolean; load: 'etcd' | 'post'; rounds: number }
 
 function parseArgs(argv: string[]): Opts {
-  const o: Opts = { apiserver: 'real', services: 10000, perService: 10, duration: 10, servers: ['nodens', 'coredns'], nodens: [], out: undefined, hold: false, load: 'etcd' };
+  const o: Opts = { apiserver: 'real', services: 10000, perService: 10, duration: 10, servers: ['nodens', 'coredns'], nodens: [], out: undefined, hold: false, load: 'etcd', rounds: 2 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--services') o.services = Number(argv[++i]);
@@ -55,6 +57,7 @@ function parseArgs(argv: string[]): Opts {
     else if (a === '--servers') o.servers = argv[++i].split(',');
     else if (a === '--nodens') o.nodens.push(argv[++i]);
     else if (a === '--hold') o.hold = true;
+    else if (a === '--rounds') o.rounds = Number(argv[++i]);
     else if (a === '--load') {
       const v = argv[++i];
       if (v !== 'etcd' && v !== 'post') throw new Error('--load takes etcd or post');
@@ -65,7 +68,7 @@ function parseArgs(argv: string[]): Opts {
       if (v !== 'real' && v !== 'fake') throw new Error('--apiserver takes real or fake');
       o.apiserver = v;
     } else if (a === '--help' || a === '-h') {
-      process.stdout.write('node bench/k8s-scale.ts [--apiserver real|fake] [--services N] [--endpoints-per-service N] [--duration S] [--servers nodens,coredns] [--nodens PATH]... [--out FILE] [--hold] [--load etcd|post]\n');
+      process.stdout.write('node bench/k8s-scale.ts [--apiserver real|fake] [--services N] [--endpoints-per-service N] [--duration S] [--servers nodens,coredns] [--nodens PATH]... [--out FILE] [--hold] [--load etcd|post] [--rounds N]\n');
       process.exit(0);
     } else throw new Error(`unknown flag ${a}`);
   }
@@ -372,7 +375,11 @@ async function fakeApiServer(state: ClusterState, dir: string): Promise<Setup> {
 }
 
 const fmt = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const median = (a: number[]) => {
+  const s = [...a].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
@@ -392,15 +399,17 @@ async function main(): Promise<void> {
   const results: Result[] = [];
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   try {
-    for (const s of o.servers) {
-      if (s === 'nodens') results.push(await runServer('nodens', [path.join(REPO, 'bin/nodens')], dir, o, qfile, setup.create));
-      else if (s === 'coredns') results.push(await runServer(`CoreDNS ${COREDNS_VERSION}`, [referenceBinary()], dir, o, qfile, setup.create));
-      else throw new Error(`unknown server ${s}`);
-      process.stderr.write(`${JSON.stringify(results.at(-1))}\n`);
-    }
-    for (const p of o.nodens) {
-      results.push(await runServer(`nodens (${p})`, [p], dir, o, qfile, setup.create));
-      process.stderr.write(`${JSON.stringify(results.at(-1))}\n`);
+    const servers: [string, string[]][] = o.servers.map((s): [string, string[]] => {
+      if (s === 'nodens') return ['nodens', [path.join(REPO, 'bin/nodens')]];
+      if (s === 'coredns') return [`CoreDNS ${COREDNS_VERSION}`, [referenceBinary()]];
+      throw new Error(`unknown server ${s}`);
+    });
+    for (const p of o.nodens) servers.push([`nodens (${p})`, [p]]);
+    for (let round = 0; round < o.rounds; round++) {
+      for (const [name, argv] of servers) {
+        results.push(await runServer(name, argv, dir, o, qfile, setup.create));
+        process.stderr.write(`${JSON.stringify(results.at(-1))}\n`);
+      }
     }
   } finally {
     await setup.stop();
@@ -411,10 +420,10 @@ async function main(): Promise<void> {
     '',
     '| server | start → ready 200 | start → last service answered | CPU until ready | peak RSS | settled RSS | A QPS | CPU s / 100k q | new service answered after | rcodes |',
     '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
-    ...results.map((r) => `| ${r.name} | ${fmt(r.readyMs)} | ${fmt(r.answerMs)} | ${r.syncCpu.toFixed(2)} s | ${r.peakMB.toFixed(0)} MB | ${r.settledMB.toFixed(0)} MB | ${r.perf.qps.toFixed(0)} | ${r.perf.cpuPer100k.toFixed(2)} | ${median(r.changeMs).toFixed(0)} ms (${r.changeMs.map((x) => x.toFixed(0)).join(', ')}) | ${r.perf.rcodes} |`),
+    ...results.map((r, i) => `| ${r.name} (run ${Math.floor(i / (results.length / o.rounds)) + 1}) | ${fmt(r.readyMs)} | ${fmt(r.answerMs)} | ${r.syncCpu.toFixed(2)} s | ${r.peakMB.toFixed(0)} MB | ${r.settledMB.toFixed(0)} MB | ${r.perf.qps.toFixed(0)} | ${r.perf.cpuPer100k.toFixed(2)} | ${median(r.changeMs).toFixed(0)} ms (${r.changeMs.map((x) => x.toFixed(0)).join(', ')}) | ${r.perf.rcodes} |`),
     '',
     `Setup: ${setup.note}; ${NAMESPACES} namespaces, ${o.services} services (every 10th headless) and one EndpointSlice of ${o.perService}`,
-    'ready endpoints per service. Each DNS server alone on core 0 (`taskset -c 0`), one after the other against the same API server,',
+    `ready endpoints per service. Each DNS server alone on core 0 (\`taskset -c 0\`), one after the other against the same API server (${o.rounds} round${o.rounds === 1 ? '' : 's'}, alternating),`,
     'with `ready` and `kubernetes { kubeconfig; startup_timeout 300s }` (both hold their listeners until the initial sync). CPU until',
     'ready = utime+stime of the server at the `ready` 200 (start-up included). Peak RSS = VmHWM at the end; settled = VmRSS 5 s after',
     `ready. dnsperf (core 1): 4 clients, 100 outstanding, ${o.duration} s after a 2 s warm-up, A queries for every service in shuffled order`,
@@ -422,6 +431,17 @@ async function main(): Promise<void> {
     'this shared 2-core machine, CPU per query is not). New service = POST of a ClusterIP service, then polling every 2 ms until it is',
     `answered (median of 3). Machine load average (1, 5, 15 min) before: ${load}; after: ${loadAfter}.`,
   ];
+  const names = [...new Set(results.map((r) => r.name))];
+  const med = (name: string, f: (r: Result) => number) => median(results.filter((r) => r.name === name).map(f));
+  const summary = (name: string) => `${name}: ready ${fmt(med(name, (r) => r.readyMs))}, CPU until ready ${med(name, (r) => r.syncCpu).toFixed(2)} s, `
+    + `peak RSS ${med(name, (r) => r.peakMB).toFixed(0)} MB, settled ${med(name, (r) => r.settledMB).toFixed(0)} MB, ${med(name, (r) => r.perf.cpuPer100k).toFixed(2)} CPU s / 100k q`;
+  lines.push('', `Medians over ${o.rounds} run${o.rounds === 1 ? '' : 's'}: ${names.map(summary).join('; ')}.`);
+  if (names.length >= 2) {
+    const [a, b] = names;
+    const ratio = (f: (r: Result) => number) => (med(a, f) / med(b, f)).toFixed(2);
+    lines.push(`${a} / ${b} (medians): ready ${ratio((r) => r.readyMs)}×, CPU until ready ${ratio((r) => r.syncCpu)}×, peak RSS ${ratio((r) => r.peakMB)}×, `
+      + `settled RSS ${ratio((r) => r.settledMB)}×, CPU per query ${ratio((r) => r.perf.cpuPer100k)}×.`);
+  }
   const text = lines.join('\n') + '\n';
   process.stdout.write(text);
   if (o.out) {
