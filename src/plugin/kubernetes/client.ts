@@ -1,9 +1,11 @@
 // The connection to the Kubernetes API server.
 //
 // Configuration (kubeconfig, in-cluster service account, `endpoint` + `tls`) is
-// loaded with @kubernetes/client-node's KubeConfig, which also applies the
+// loaded with @kubernetes/client-node's KubeConfig logic, which also applies the
 // credentials (CA, client certificate, bearer token, token file, exec/auth
-// providers) to each request through applyToHTTPSOptions; a kubeconfig user's
+// providers) to each request through applyToHTTPSOptions: LiteKubeConfig
+// (kubeconfig.ts, without client-node's heavy index) unless the user needs an
+// exec plugin or an auth provider only the full KubeConfig has; a kubeconfig user's
 // `tokenFile`, which client-node ignores, is read here (TokenFileSource). The HTTP requests
 // themselves are plain node:http/https requests: list/watch needs streaming
 // bodies, per-request abort and exact control of the query parameters that
@@ -13,9 +15,11 @@ import http from 'node:http';
 import https from 'node:https';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-// Type-only at load time: @kubernetes/client-node costs ~0.9 s and ~60 MB to import, so it is
-// loaded only when a Corefile actually uses the kubernetes plugin.
+import yaml from 'js-yaml';
+// Type-only at load time: @kubernetes/client-node's index costs ~1 s and ~75 MB to import, so it is
+// loaded only when a kubeconfig needs it (LiteKubeConfig.needsFullClient).
 import type { KubeConfig } from '@kubernetes/client-node';
+import { LiteKubeConfig, type KubeAuth } from './kubeconfig.ts';
 import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
 
 export interface ConnectionSpec {
@@ -65,17 +69,17 @@ export class TokenFileSource {
   }
 }
 
-const tokenFiles = new WeakMap<KubeConfig, TokenFileSource>();
+const tokenFiles = new WeakMap<KubeAuth, TokenFileSource>();
 
 /** The tokenFile source of a KubeConfig made by loadKubeConfig, if its user has one. */
-export function tokenFileOf(kc: KubeConfig): TokenFileSource | undefined {
+export function tokenFileOf(kc: KubeAuth): TokenFileSource | undefined {
   return tokenFiles.get(kc);
 }
 
 interface RawKubeconfig { users?: { name?: string; user?: { token?: string; tokenFile?: string } }[] }
 
 /** The current user's tokenFile (relative to the kubeconfig's folder, as client-go resolves it), read once now. */
-function attachTokenFile(kc: KubeConfig, file: string, raw: RawKubeconfig): void {
+function attachTokenFile(kc: KubeAuth, file: string, raw: RawKubeconfig): void {
   const userName = kc.getCurrentUser()?.name;
   const entry = (raw.users ?? []).find((u) => u.name === userName)?.user;
   const tf = entry?.tokenFile;
@@ -95,12 +99,15 @@ function attachTokenFile(kc: KubeConfig, file: string, raw: RawKubeconfig): void
 }
 
 /** Builds the KubeConfig the way CoreDNS's getClientConfig chooses its source. Throws with client-go's texts. */
-export async function loadKubeConfig(spec: ConnectionSpec): Promise<KubeConfig> {
-  const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
-  const kc = loadKubeConfigFrom(spec, new KubeConfigClass());
+export async function loadKubeConfig(spec: ConnectionSpec): Promise<KubeAuth> {
+  const lite = loadKubeConfigFrom(spec, new LiteKubeConfig());
+  let kc: KubeAuth = lite;
+  if (lite.needsFullClient()) {
+    const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
+    kc = loadKubeConfigFrom(spec, new KubeConfigClass());
+  }
   if (spec.kubeconfig !== undefined) {
-    const { loadYaml } = await import('@kubernetes/client-node');
-    attachTokenFile(kc, spec.kubeconfig.path, loadYaml<RawKubeconfig>(readFileSync(spec.kubeconfig.path, 'utf8')) ?? {});
+    attachTokenFile(kc, spec.kubeconfig.path, (yaml.load(readFileSync(spec.kubeconfig.path, 'utf8')) as RawKubeconfig | undefined) ?? {});
   }
   // client-go talks plain HTTP to an http:// server; client-node refuses unless
   // skipTLSVerify is set, which means nothing without TLS anyway.
@@ -109,7 +116,10 @@ export async function loadKubeConfig(spec: ConnectionSpec): Promise<KubeConfig> 
   return kc;
 }
 
-function loadKubeConfigFrom(spec: ConnectionSpec, kc: KubeConfig): KubeConfig {
+/** The loading steps both KubeConfig classes share. */
+type Loadable = Pick<KubeConfig, 'loadFromFile' | 'getContextObject' | 'setCurrentContext' | 'getCurrentCluster' | 'loadFromCluster' | 'loadFromOptions'>;
+
+function loadKubeConfigFrom<K extends Loadable>(spec: ConnectionSpec, kc: K): K {
   if (spec.kubeconfig !== undefined) {
     if (!existsSync(spec.kubeconfig.path)) {
       throw new Error(`stat ${spec.kubeconfig.path}: no such file or directory`);
@@ -206,7 +216,7 @@ export interface StreamResponse {
 }
 
 export class ApiClient {
-  readonly kc: KubeConfig;
+  readonly kc: KubeAuth;
   readonly server: URL;
   /** `host` label of the rest client metrics */
   readonly host: string;
@@ -220,7 +230,7 @@ export class ApiClient {
 
   private readonly metrics: KubernetesMetrics;
 
-  constructor(kc: KubeConfig, limits: ClientLimits, userAgent: string, metrics: KubernetesMetrics = kubernetesMetrics()) {
+  constructor(kc: KubeAuth, limits: ClientLimits, userAgent: string, metrics: KubernetesMetrics = kubernetesMetrics()) {
     this.metrics = metrics;
     this.kc = kc;
     const c = kc.getCurrentCluster();

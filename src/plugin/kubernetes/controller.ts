@@ -49,6 +49,8 @@ export interface Slice {
   /** ready addresses only */
   addresses: EndpointAddress[];
   ports: Port[];
+  /** the endpoints.kubernetes.io/last-change-trigger-time annotation ('' = none) */
+  trigger: string;
 }
 
 export interface Pod {
@@ -122,6 +124,7 @@ export function toSlice(o: RawObject, mcs: boolean): Slice {
   return {
     rv: o.metadata.resourceVersion ?? '', name: o.metadata.name, namespace: ns, key: `${ns}/${o.metadata.name}`,
     svcKey: svc ? `${ns}/${svc}` : '', cluster: mcs ? (labels[MCS_SOURCE_CLUSTER_LABEL] ?? '') : '', addresses, ports,
+    trigger: o.metadata.annotations?.[TRIGGER_TIME] ?? '',
   };
 }
 
@@ -225,7 +228,7 @@ export class Controller {
   modifiedMulticluster = 0;
   /** Unix seconds of the last change visible in the k8s_external zone (its SOA serial). */
   modifiedExternal = 0;
-  private readonly reflectors: Reflector[] = [];
+  private readonly reflectors: Reflector<unknown>[] = [];
   private client: ApiClient | undefined;
   private syncedOnce = false;
 
@@ -234,12 +237,15 @@ export class Controller {
     this.client = client;
     const common = { client, log: o.log, resyncMs: o.resyncMs } satisfies Partial<ReflectorOptions>;
     const lsel = o.labelSelector;
-    this.reflectors.push(new Reflector({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel }, {
+    const raw = (o2: RawObject) => o2;
+    this.reflectors.push(new Reflector<Service>({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel }, {
+      record: toService,
       replace: (items) => { this.replaceServices(items); },
       upsert: (o2) => { this.upsertService(o2); },
       remove: (o2) => { this.removeService(o2.metadata.namespace ?? '', o2.metadata.name); },
     }));
     this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
+      record: raw,
       replace: (items) => {
         this.namespaces.clear();
         for (const n of items) this.namespaces.add(n.metadata.name);
@@ -248,17 +254,19 @@ export class Controller {
       remove: (n) => { this.namespaces.delete(n.metadata.name); },
     }));
     if (o.endpoints) {
-      this.reflectors.push(new Reflector({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+      this.reflectors.push(new Reflector<Slice>({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+        record: (o2) => toSlice(o2, false),
         replace: (items) => { this.replaceSlices(items); },
         upsert: (s) => { this.upsertSlice(s); },
         remove: (s) => { this.removeSlice(`${s.metadata.namespace ?? ''}/${s.metadata.name}`); },
       }));
     }
     if (o.pods) {
-      this.reflectors.push(new Reflector({
+      this.reflectors.push(new Reflector<Pod>({
         ...common, name: 'pods', type: '*v1.Pod', path: '/api/v1/pods', labelSelector: lsel,
         fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown',
       }, {
+        record: toPod,
         replace: (items) => { this.replacePods(items); },
         upsert: (p) => { this.upsertPod(p); },
         remove: (p) => { this.removePod(`${p.metadata.namespace ?? ''}/${p.metadata.name}`); },
@@ -266,6 +274,7 @@ export class Controller {
     }
     if (o.multicluster) {
       this.reflectors.push(new Reflector({ ...common, name: 'serviceimports', type: '*v1alpha1.ServiceImport', path: '/apis/multicluster.x-k8s.io/v1alpha1/serviceimports', labelSelector: o.namespaceLabelSelector }, {
+        record: raw,
         replace: (items) => {
           const seen = new Set<string>();
           for (const i of items) { seen.add(this.upsertImport(i)); }
@@ -276,6 +285,7 @@ export class Controller {
       }));
       const mcsSel = lsel === '' ? MCS_SERVICE_NAME_LABEL : `${lsel},${MCS_SERVICE_NAME_LABEL}`;
       this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
+        record: raw,
         replace: (items) => {
           const seen = new Set<string>();
           for (const s of items) seen.add(this.upsertMcsSlice(s));
@@ -337,7 +347,10 @@ export class Controller {
   }
 
   upsertService(o: RawObject): void {
-    const s = toService(o);
+    this.putService(toService(o));
+  }
+
+  private putService(s: Service): void {
     const old = this.services.get(s.key);
     if (old !== undefined) {
       if (old.rv === s.rv && s.rv !== '') return;
@@ -361,11 +374,11 @@ export class Controller {
     if (externallyVisible(old)) this.touchExternal();
   }
 
-  private replaceServices(items: RawObject[]): void {
+  private replaceServices(items: Service[]): void {
     const seen = new Set<string>();
-    for (const o of items) {
-      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
-      this.upsertService(o);
+    for (const s of items) {
+      seen.add(s.key);
+      this.putService(s);
     }
     for (const [k, s] of [...this.services]) if (!seen.has(k)) this.removeService(s.namespace, s.name);
   }
@@ -389,7 +402,10 @@ export class Controller {
   }
 
   upsertSlice(o: RawObject): void {
-    const s = toSlice(o, false);
+    this.putSlice(toSlice(o, false));
+  }
+
+  private putSlice(s: Slice): void {
     const old = this.slices.get(s.key);
     if (old !== undefined) {
       if (old.rv === s.rv && s.rv !== '') return;
@@ -401,7 +417,7 @@ export class Controller {
     if (changed) {
       this.touch();
       this.touchExternalHeadless(s);
-      this.recordProgramming(o, s);
+      this.recordProgramming(s);
     }
   }
 
@@ -410,9 +426,9 @@ export class Controller {
     if (this.services.get(s.svcKey)?.headless === true) this.touchExternal();
   }
 
-  private recordProgramming(o: RawObject, s: Slice): void {
-    const t = o.metadata.annotations?.[TRIGGER_TIME];
-    if (t === undefined || s.svcKey === '') return;
+  private recordProgramming(s: Slice): void {
+    const t = s.trigger;
+    if (t === '' || s.svcKey === '') return;
     const svc = this.services.get(s.svcKey);
     if (svc === undefined) return;
     const at = Date.parse(t);
@@ -429,11 +445,11 @@ export class Controller {
     this.touchExternalHeadless(old);
   }
 
-  private replaceSlices(items: RawObject[]): void {
+  private replaceSlices(items: Slice[]): void {
     const seen = new Set<string>();
-    for (const o of items) {
-      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
-      this.upsertSlice(o);
+    for (const s of items) {
+      seen.add(s.key);
+      this.putSlice(s);
     }
     for (const k of [...this.slices.keys()]) if (!seen.has(k)) this.removeSlice(k);
   }
@@ -471,7 +487,10 @@ export class Controller {
   // ---------- pods ----------
 
   upsertPod(o: RawObject): void {
-    const p = toPod(o);
+    this.putPod(toPod(o));
+  }
+
+  private putPod(p: Pod): void {
     const old = this.pods.get(p.key);
     if (p.deleting) return; // first seen terminating: not cached; update adding the timestamp: ignored
     if (old !== undefined) {
@@ -491,11 +510,11 @@ export class Controller {
     this.touch();
   }
 
-  private replacePods(items: RawObject[]): void {
+  private replacePods(items: Pod[]): void {
     const seen = new Set<string>();
-    for (const o of items) {
-      seen.add(`${o.metadata.namespace ?? ''}/${o.metadata.name}`);
-      this.upsertPod(o);
+    for (const p of items) {
+      seen.add(p.key);
+      this.putPod(p);
     }
     for (const k of [...this.pods.keys()]) if (!seen.has(k)) this.removePod(k);
   }
