@@ -111,7 +111,9 @@ interface Perf { sent: number; completed: number; lost: number; qps: number; rco
 function dnsperf(port: number, file: string, args: string[], perQuery: boolean, rss: () => number, started?: (p: ChildProcess) => void): Promise<Perf> {
   return new Promise((resolve, reject) => {
     const lostBy = new Map<string, number>();
-    const p = spawn('dnsperf', ['-s', '127.0.0.1', '-p', String(port), '-d', file, '-c', '8', '-t', '2', ...args, ...(perQuery ? ['-v'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // -b 4096: the client's sockets get a 4 MiB receive buffer, as nodens's listener has; with the default
+    // (208 KiB) dnsperf, starved of CPU by the machine's other work, lost replies at its own sockets.
+    const p = spawn('dnsperf', ['-s', '127.0.0.1', '-p', String(port), '-d', file, '-c', '8', '-t', '2', '-b', '4096', ...args, ...(perQuery ? ['-v'] : [])], { stdio: ['ignore', 'pipe', 'pipe'] });
     started?.(p);
     const windows: Window[] = [];
     const t0 = Date.now();
