@@ -275,13 +275,16 @@ export class Load {
 }
 
 /** Counts of rcodes among samples sent in [from, to). */
-export function tally(samples: Sample[], from: number, to: number): { n: number; by: Record<string, number>; p50: number; p99: number; tcp: number } {
+export function tally(samples: Sample[], from: number, to: number): { n: number; by: Record<string, number>; late: Record<string, number>; p50: number; p99: number; tcp: number } {
   const s = samples.filter((x) => x.at >= from && x.at < to);
   const by: Record<string, number> = {};
   for (const x of s) by[x.rcode] = (by[x.rcode] ?? 0) + 1;
+  // Sent in the phase but answered after it ended (the next phase's fault may have decided their answer).
+  const late: Record<string, number> = {};
+  for (const x of s) if (x.rcode !== 'lost' && x.at + x.ms >= to) late[x.rcode] = (late[x.rcode] ?? 0) + 1;
   const ms = s.filter((x) => x.rcode !== 'lost').map((x) => x.ms).sort((a, b) => a - b);
   const pct = (p: number): number => (ms.length === 0 ? NaN : Math.round(ms[Math.min(ms.length - 1, Math.floor(ms.length * p))]!));
-  return { n: s.length, by, p50: pct(0.5), p99: pct(0.99), tcp: s.filter((x) => x.tcpRetry).length };
+  return { n: s.length, by, late, p50: pct(0.5), p99: pct(0.99), tcp: s.filter((x) => x.tcpRetry).length };
 }
 
 /** "NOERROR 200, SERVFAIL 3" */

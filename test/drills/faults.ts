@@ -38,6 +38,18 @@ const RATE = arg('rate', 200);
 
 interface Servers { name: string; bin: string }
 
+/** The error lines of each upstream fault, grouped by what they say (names and local ports masked, upstreams named). */
+const errorKinds: string[] = [];
+function kinds(lines: string[], upstreams: Record<number, string>): string {
+  const by = new Map<string, number>();
+  for (const l of lines) {
+    const k = l.replace(/^.*\[ERROR\] /, '').replace(/ \S+\.fault\.test\. /, ' NAME. ')
+      .replace(/\d+\.\d+\.\d+\.\d+:(\d+)/g, (a, port: string) => upstreams[Number(port)] ?? 'ADDR');
+    by.set(k, (by.get(k) ?? 0) + 1);
+  }
+  return by.size === 0 ? 'none' : [...by].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${n} × \`${k}\``).join('; ');
+}
+
 // ------------------------------------------------------------------ upstream faults
 
 async function upstreamFault(srv: Servers, mode: Mode): Promise<string[]> {
@@ -73,15 +85,22 @@ async function upstreamFault(srv: Servers, mode: Mode): Promise<string[]> {
     const phases = ['healthy', 'first upstream faulty', 'both faulty', 'healthy again'];
     const rows = phases.map((ph, i) => {
       const t = tally(samples, marks[i]!, marks[i + 1]!);
-      return [srv.name, mode, ph, t.n, fmt(t.by), `${t.p50}/${t.p99}`, t.tcp];
+      return [srv.name, mode, ph, t.n, fmt(t.by), fmt(t.late), `${t.p50}/${t.p99}`, t.tcp];
     });
+    if (mode === 'reset' && srv.bin === 'nodens') {
+      // Failover: with only U1 resetting, a query answered before U2's fault begins must not be a SERVFAIL.
+      const t = tally(samples, marks[1]!, marks[2]!);
+      const servfail = (t.by.SERVFAIL ?? 0) - (t.late.SERVFAIL ?? 0);
+      check(servfail === 0, `${srv.name} reset: every query of the first-faulty phase answered within it fails over to U2 (SERVFAIL ${servfail})`);
+    }
     const rec = recovery(samples, marks[3]!, marks[4]!);
     const errs = p.lines.filter((l) => /\[ERROR\]/.test(l));
+    errorKinds.push(`${srv.name} ${mode}: ${kinds(errs, { [u1.port]: 'U1', [u2.port]: 'U2' })}`);
     const lastPhase = tally(samples, marks[3]! + Math.min(PHASE / 2, 6000), marks[4]!);
     if (mode !== 'slow') check((lastPhase.by.NOERROR ?? 0) === lastPhase.n, `${srv.name} ${mode}: all NOERROR in the second half of the healthy-again phase (${fmt(lastPhase.by)})`);
     return [
       ...rows.map((r) => `| ${r.join(' | ')} |`),
-      `| ${srv.name} | ${mode} | recovery ${rec === undefined ? 'never' : `${rec} ms`} · RSS ${Math.round(Math.min(...rss) / 1024)}–${Math.round(Math.max(...rss) / 1024)} MiB · ${errs.length} [ERROR] lines, e.g. \`${(errs[0] ?? '').slice(0, 110).replaceAll('|', '\\|')}\` | | | | |`,
+      `| ${srv.name} | ${mode} | recovery ${rec === undefined ? 'never' : `${rec} ms`} · RSS ${Math.round(Math.min(...rss) / 1024)}–${Math.round(Math.max(...rss) / 1024)} MiB · ${errs.length} [ERROR] lines, e.g. \`${(errs[0] ?? '').slice(0, 110).replaceAll('|', '\\|')}\` | | | | | |`,
     ];
   } finally {
     await load.stop();
@@ -347,14 +366,16 @@ async function main(): Promise<void> {
   const up = modes.filter((m) => want(`upstream:${m}`));
   if (up.length > 0) {
     console.log('## upstream faults (forward, two upstreams, policy sequential)\n');
-    console.log('| server | fault | phase | queries | answers | p50/p99 ms | via TCP |');
-    console.log('|---|---|---|---|---|---|---|');
+    console.log('| server | fault | phase | queries | answers | of which answered after the phase ended | p50/p99 ms | via TCP |');
+    console.log('|---|---|---|---|---|---|---|---|');
     // --parallel N runs N faults at once (CI), each with its own servers and upstreams.
     const par = arg('parallel', 1);
     for (let i = 0; i < up.length; i += par) {
       const groups = await Promise.all(up.slice(i, i + par).map((m) => Promise.all(servers.map((s) => upstreamFault(s, m)))));
       for (const rows of groups) for (const r of rows) console.log(r.join('\n'));
     }
+    console.log('\nErrors logged, by kind:\n');
+    for (const k of errorKinds) console.log(`* ${k}`);
     console.log('');
   }
   if (want('reload')) {

@@ -23,11 +23,13 @@ export function k8sNames(): string[] {
 
 export const HOSTS_N = 100;
 
-export interface Stack { port: number; upstreamPort: number; nodens: Running; stop(): Promise<void> }
+export interface Stack { port: number; upstreamPort: number; nodens: Running; unboundPid: number | undefined; stop(): Promise<void> }
 
 export async function startUnbound(dir: string, port: number): Promise<ChildProcess> {
   writeFileSync(join(dir, 'unbound.conf'), unboundConf(dir, port,
-    '    local-zone: "miss.test." redirect\n    local-data: "miss.test. 60 IN A 192.0.2.9"'));
+    // A 4 MiB receive buffer, as nodens's listener asks for (UDP_RECV_BUFFER): with the kernel's default
+    // (208 KiB) the soak's misses were lost at unbound's socket while the machine's other work stalled it.
+    '    local-zone: "miss.test." redirect\n    local-data: "miss.test. 60 IN A 192.0.2.9"\n    so-rcvbuf: 4m'));
   const p = spawn('unbound', ['-d', '-c', join(dir, 'unbound.conf')], { stdio: ['ignore', 'ignore', 'inherit'] });
   await new Promise((r) => setTimeout(r, 500));
   if (p.exitCode !== null) throw new Error(`unbound exited (${p.exitCode})`);
@@ -59,7 +61,7 @@ export async function startStack(name = 'nodens', bin = 'nodens', opts: { kubern
     throw e;
   }
   return {
-    port, upstreamPort, nodens,
+    port, upstreamPort, nodens, unboundPid: unbound.pid,
     async stop() { await nodens.stop(); unbound.kill(); await api?.stop(); },
   };
 }

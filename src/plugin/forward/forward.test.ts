@@ -746,3 +746,81 @@ test('dnstap: with a Tapper in the block each attempt is tapped (FORWARDER_QUERY
   assert.deepEqual(decodeMessage(mine[2]!.responseMessage!), answer(os[0]!.req.msg, { addrs: ['192.0.2.20'] }), 'the reply, with the client\'s ID');
   assert.ok(mine[2]!.responseTime! >= mine[2]!.queryTime);
 });
+
+test('an upstream that resets TCP connections (force_tcp): each query fails over to the next, counted as a failed attempt; 300 at once all answered', async (t) => {
+  const reset = await Upstream.start((q, c) => { if (c.proto === 'tcp') c.reset(); else c.send(answer(q, { tc: true })); });
+  const good = await Upstream.start((q, c) => { c.send(answer(q, { addrs: ['192.0.2.2'] })); });
+  const f = await forward(`. {\n forward . ${reset.addr} ${good.addr} {\n  policy sequential\n  force_tcp\n  max_fails 0\n }\n}`);
+  cleanup(t, f, reset, good);
+  const one = await f.ask('reset-one.example.');
+  assert.equal(addr(one.reply), '192.0.2.2');
+  assert.deepEqual(reset.queries().map((s) => s.proto), ['tcp'], 'the resetting upstream is tried once, over TCP (a reset is not retried there)');
+  // Many in flight at once (the load of the faults drill, in one burst): every one answered by the second upstream.
+  const outs = await Promise.all(Array.from({ length: 300 }, (_, i) => f.ask(`reset${i}.example.`)));
+  const got = new Map<string, number>();
+  for (const o of outs) { const k = o.err !== undefined ? o.err.message : addr(o.reply); got.set(k, (got.get(k) ?? 0) + 1); }
+  assert.deepEqual([...got], [['192.0.2.2', 300]]);
+  assert.equal(reset.queries().length, 301, 'one attempt each on the resetting upstream');
+  assert.equal(good.queries().length, 301);
+  // Both resetting: SERVFAIL once the attempts (2 per upstream) are spent, with Go's words for the reset.
+  good.script = (q, c) => { if (c.proto === 'tcp') c.reset(); else c.send(answer(q)); };
+  const both = await f.ask('reset-both.example.');
+  assert.equal(both.rcode, 2);
+  assert.match(both.err!.message, new RegExp(`^read tcp 127\\.0\\.0\\.1:\\d+->${good.addr.replaceAll('.', '\\.')}: read: connection reset by peer$`));
+  assert.equal(reset.queries().filter((s) => s.name === 'reset-both.example.').length, 2);
+  assert.equal(good.queries().filter((s) => s.name === 'reset-both.example.').length, 2);
+});
+
+test('max_fails with force_tcp: the health check goes over TCP too, so a resetting upstream is marked down and skipped', async (t) => {
+  const reset = await Upstream.start((q, c) => { if (c.proto === 'tcp') c.reset(); else c.send(answer(q)); });
+  const good = await Upstream.start((q, c) => { c.send(answer(q, { addrs: ['192.0.2.2'] })); });
+  const f = await forward(`. {\n forward . ${reset.addr} ${good.addr} {\n  policy sequential\n  force_tcp\n  max_fails 1\n  health_check 20ms\n }\n}`);
+  cleanup(t, f, reset, good);
+  assert.equal(addr((await f.ask('hc0.example.')).reply), '192.0.2.2');
+  await until('the resetting upstream is down', () => f.fwd.proxies[0]!.down(1));
+  const before = reset.queries().length;
+  for (let i = 1; i <= 5; i++) assert.equal(addr((await f.ask(`hc${i}.example.`)).reply), '192.0.2.2');
+  assert.equal(reset.queries().length, before, 'skipped while down');
+  assert.ok(reset.seen.some((s) => s.type === 2 && s.proto === 'tcp'), 'health probes (NS) over TCP');
+});
+
+test('a cached TCP connection: closed by the peer (EOF) on the query, tried again on the same upstream (ErrCachedClosed); reset, the next upstream', async (t) => {
+  // The first upstream answers the first query of each connection; on the second it closes (FIN) or resets.
+  let how: 'end' | 'reset' = 'end';
+  const first: { port: number; seen: number; srv?: net.Server } = { port: 0, seen: 0 };
+  const socks = new Set<net.Socket>();
+  first.srv = net.createServer((sock) => {
+    socks.add(sock);
+    sock.on('error', () => {});
+    sock.on('close', () => socks.delete(sock));
+    let n = 0;
+    let buf = Buffer.alloc(0);
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 2 && buf.length >= 2 + buf.readUInt16BE(0)) {
+        const q = decodeMessage(buf.subarray(2, 2 + buf.readUInt16BE(0)));
+        buf = buf.subarray(2 + buf.readUInt16BE(0));
+        first.seen++;
+        if (++n === 2) { if (how === 'end') sock.end(); else sock.resetAndDestroy(); return; }
+        const out = encodeMessage(answer(q, { addrs: ['192.0.2.1'] }));
+        const framed = Buffer.alloc(out.length + 2);
+        framed.writeUInt16BE(out.length, 0);
+        out.copy(framed, 2);
+        sock.write(framed);
+      }
+    });
+  });
+  await new Promise<void>((r) => first.srv!.listen(0, '127.0.0.1', () => r()));
+  first.port = (first.srv.address() as net.AddressInfo).port;
+  const good = await Upstream.start((q, c) => { c.send(answer(q, { addrs: ['192.0.2.2'] })); });
+  const f = await forward(`. {\n forward . 127.0.0.1:${first.port} ${good.addr} {\n  policy sequential\n  force_tcp\n  max_fails 0\n }\n}`);
+  cleanup(t, f, good, { stop: async () => { for (const s of socks) s.destroy(); await new Promise<void>((r) => first.srv!.close(() => r())); } });
+  assert.equal(addr((await f.ask('c1.example.')).reply), '192.0.2.1');
+  assert.equal(addr((await f.ask('c2.example.')).reply), '192.0.2.1', 'EOF on the cached connection: a new connection to the same upstream');
+  assert.equal(good.queries().length, 0);
+  how = 'reset';
+  // c2's new connection was pooled; c3 is its second query.
+  assert.equal(addr((await f.ask('c3.example.')).reply), '192.0.2.2', 'reset on the cached connection: a failed attempt, the next upstream');
+  assert.equal(good.queries().length, 1);
+  assert.equal(first.seen, 4, 'c1, c2 twice (EOF, then a new connection), c3 once');
+});

@@ -269,8 +269,13 @@ export class StreamConn extends Conn {
       const wasClosed = this.closed;
       this.closed = true;
       if (this.waiting !== undefined && !wasClosed) {
-        if (e !== undefined && (e as NodeJS.ErrnoException).code !== undefined) {
-          this.fail(new UpstreamError('closed', `read tcp ${this.localAddr()}->${this.remote}: ${errnoText(e)}`, this.reused));
+        const code = (e as NodeJS.ErrnoException | undefined)?.code;
+        if (e !== undefined && code !== undefined) {
+          // Go: `read tcp L->R: read: connection reset by peer`. Only an EOF on a cached connection is
+          // CoreDNS's ErrCachedClosed (tried again on the same upstream); a reset is an attempt that
+          // failed: counted, a health check, the next upstream.
+          const op = (e as NodeJS.ErrnoException).syscall === 'write' ? 'write' : 'read';
+          this.fail(new UpstreamError('closed', `${op} tcp ${this.localAddr()}->${this.remote}: ${code.startsWith('E') ? `${op}: ` : ''}${errnoText(e)}`));
         } else {
           this.fail(new UpstreamError('closed', 'EOF', this.reused));
         }
