@@ -13,7 +13,7 @@ import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { plainAddress } from '../wire/ip.ts';
-import { NativeUdp, udpAddon, type NativeReplySink } from './udp-native.ts';
+import { NativeUdp, udpAddon, udpPath, type NativeReplySink } from './udp-native.ts';
 
 /** The UDP listener's requested receive buffer (SO_RCVBUF). */
 export const UDP_RECV_BUFFER = 4 << 20;
@@ -151,6 +151,8 @@ export class DnsListener implements ServerListener {
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
     const addon = udpAddon();
+    // Which UDP path serves (CoreDNS prints nothing at start: a debug line only, with the `debug` plugin).
+    this.table.log.debug(`udp ${this.bindHost(family)}:${this.port}: ${udpPath()}`);
     if (addon !== undefined) {
       const host = this.bindHost(family);
       let sock: NativeUdp;
