@@ -150,9 +150,10 @@ export class DnsListener implements ServerListener {
 
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
-    const addon = udpAddon();
+    // The addon binds IP literals only (anything else, which the listen addresses never are, goes to dgram).
+    const addon = net.isIP(this.bindHost(family).split('%')[0]!) !== 0 ? udpAddon() : undefined;
     // Which UDP path serves (CoreDNS prints nothing at start: a debug line only, with the `debug` plugin).
-    this.table.log.debug(`udp ${this.bindHost(family)}:${this.port}: ${udpPath()}`);
+    this.table.log.debug(`udp ${this.bindHost(family)}:${this.port}: ${addon !== undefined || udpAddon() === undefined ? udpPath() : 'node:dgram (not an IP literal)'}`);
     if (addon !== undefined) {
       const host = this.bindHost(family);
       let sock: NativeUdp;
