@@ -55,6 +55,7 @@ export class NativeUdp implements UdpSocket {
   readonly v6: boolean;
   private readonly a: UdpAddon;
   private handle: Handle | undefined;
+  private closing: Handle | undefined;
   private readonly meta: Int32Array;
   private readonly metaBytes: Uint8Array;
   private readonly sm: Int32Array;
@@ -267,7 +268,9 @@ export class NativeUdp implements UdpSocket {
     if (h === undefined) return Promise.resolve();
     this.flushNow();
     this.handle = undefined;
-    return new Promise((resolve) => { this.a.close(h, resolve); });
+    // The handle stays referenced until the socket is closed: collected before, the addon would skip the callback.
+    this.closing = h;
+    return new Promise((resolve) => { this.a.close(h, () => { this.closing = undefined; resolve(); }); });
   }
 }
 
