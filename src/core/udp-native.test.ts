@@ -1,7 +1,7 @@
 // The DNS listener's UDP half on whichever path this process runs (the batched native socket of native/udp.c, or
 // node:dgram with NODENS_NATIVE=0): replies on a wildcard listener leave from the address queried (native), bursts
 // larger than one batch, SO_REUSEPORT between two listeners, a datagram of 60 000 bytes, a close while queries
-// keep arriving, and an exception thrown while a batch is handled.
+// keep arriving, an exception thrown while a batch is handled, and a send the kernel refuses.
 
 import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,11 +9,11 @@ import dgram from 'node:dgram';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DnsListener } from './listener.ts';
-import { udpAddon, udpPath } from './udp-native.ts';
+import { NativeUdp, udpAddon, udpPath } from './udp-native.ts';
 import { Logger } from './log.ts';
 import { LineageStore } from './instance.ts';
 import type { RoutedBlock, ServeTable } from './serve.ts';
-import type { Handler } from '../plugin/plugin.ts';
+import type { Handler, UdpSocket } from '../plugin/plugin.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { decodeMessage } from '../wire/decode.ts';
 import { newQuery, replyTo } from '../wire/message.ts';
@@ -266,4 +266,34 @@ test('an exception while a batch is handled reaches uncaughtException; the rest 
   if (!native) return;
   assert.equal(out.caught, 1);
   assert.deepEqual(out.got, ['ok1', 'ok2', 'ok3']);
+});
+
+test('a send that fails (broadcast without SO_BROADCAST) reports its error to the callback; the reply queued after it still leaves', async () => {
+  const a = udpAddon();
+  const recv = await bound('udp4');
+  let sock: UdpSocket;
+  let close: () => Promise<void>;
+  if (a !== undefined) {
+    const n = NativeUdp.open(a, '127.0.0.1', 0, 0, () => { /* nothing received */ });
+    sock = n;
+    close = () => n.close();
+  } else {
+    const d = await bound('udp4');
+    sock = d;
+    close = () => new Promise((r) => { d.close(() => { r(); }); });
+  }
+  try {
+    const got = collect(recv, 1, 2000);
+    const results = await new Promise<(string | null)[]>((resolve) => {
+      const out: (string | null)[] = [];
+      const cb = (i: number) => (err: Error | null): void => { out[i] = err === null ? null : 'error'; if (out.filter((x) => x !== undefined).length === 2) resolve(out); };
+      // Both in one flush on the native path: the failing entry is skipped, the next one sent.
+      sock.send(q('bad.', 1), 53, '255.255.255.255', cb(0));
+      sock.send(q('good.', 2), recv.address().port, '127.0.0.1', cb(1));
+    });
+    assert.deepEqual(results, ['error', null]);
+    const r = await got;
+    assert.equal(r.length, 1);
+    assert.equal(r[0]!.msg.id, 2);
+  } finally { recv.close(); await close(); }
 });
