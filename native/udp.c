@@ -102,8 +102,11 @@ typedef struct {
 static napi_value throw_errno(napi_env env, const char *syscall, int err) {
   napi_value msg, code, e, sc, no;
   char text[128];
+  // The codes the listener and its callers decide on, and the usual others (the message has strerror's text).
   const char *name = err == EADDRINUSE ? "EADDRINUSE" : err == EADDRNOTAVAIL ? "EADDRNOTAVAIL"
-    : err == EAFNOSUPPORT ? "EAFNOSUPPORT" : err == EACCES ? "EACCES" : err == EINVAL ? "EINVAL" : "EIO";
+    : err == EAFNOSUPPORT ? "EAFNOSUPPORT" : err == EACCES ? "EACCES" : err == EINVAL ? "EINVAL"
+    : err == EPERM ? "EPERM" : err == EMFILE ? "EMFILE" : err == ENFILE ? "ENFILE" : err == ENOMEM ? "ENOMEM"
+    : err == ENOBUFS ? "ENOBUFS" : err == ENODEV ? "ENODEV" : "EIO";
   snprintf(text, sizeof text, "%s %s (%s)", syscall, name, strerror(err));
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &msg);
   napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
