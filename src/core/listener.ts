@@ -13,6 +13,7 @@ import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
 import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { plainAddress } from '../wire/ip.ts';
+import { NativeUdp, udpAddon, udpPath, type NativeReplySink } from './udp-native.ts';
 
 /** The UDP listener's requested receive buffer (SO_RCVBUF). */
 export const UDP_RECV_BUFFER = 4 << 20;
@@ -75,11 +76,15 @@ export class DnsListener implements ServerListener {
   /** Port actually bound (differs from the configured one only for port 0). */
   port: number;
   private tableRef: ServeTable;
-  private udp: dgram.Socket | undefined;
+  /** The UDP socket: the batched native one (native/udp.c) where the addon loaded, else node:dgram's. */
+  private udp: dgram.Socket | NativeUdp | undefined;
+  /** The UDP socket's local address and port, as the requests on it report them. */
+  private udpLocalAddress = '';
+  private udpLocalPort = 0;
   /** The UDP write discipline of `udpWriterTable` (a table with `udpWriter`) on `udpWriterSock`. */
   private udpWriter: UdpWriter | undefined;
   private udpWriterTable: ServeTable | undefined;
-  private udpWriterSock: dgram.Socket | undefined;
+  private udpWriterSock: UdpSocket | undefined;
   private tcp: net.Server | undefined;
   private readonly conns = new Set<TcpConnection>();
   private inflight = 0;
@@ -108,10 +113,7 @@ export class DnsListener implements ServerListener {
   set table(t: ServeTable) {
     this.tableRef = t;
     const sock = this.udp;
-    if (t.udpWriter !== undefined && sock !== undefined) {
-      const local = sock.address();
-      this.writerFor(t, sock, plainAddress(local.address), local.port);
-    }
+    if (t.udpWriter !== undefined && sock !== undefined) this.writerFor(t, sock, this.udpLocalAddress, this.udpLocalPort);
   }
 
   /** Address for socket calls: the wildcard is dual-stack `::` where IPv6 exists. */
@@ -148,6 +150,26 @@ export class DnsListener implements ServerListener {
 
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
+    // The addon binds IP literals only (anything else, which the listen addresses never are, goes to dgram).
+    const addon = net.isIP(this.bindHost(family).split('%')[0]!) !== 0 ? udpAddon() : undefined;
+    // Which UDP path serves (CoreDNS prints nothing at start: a debug line only, with the `debug` plugin).
+    this.table.log.debug(`udp ${this.bindHost(family)}:${this.port}: ${addon !== undefined || udpAddon() === undefined ? udpPath() : 'node:dgram (not an IP literal)'}`);
+    if (addon !== undefined) {
+      const host = this.bindHost(family);
+      let sock: NativeUdp;
+      try {
+        sock = NativeUdp.open(addon, host, this.port, UDP_RECV_BUFFER, this.onNativeQuery);
+      } catch (e) {
+        return Promise.reject(listenError('ListenPacket', 'udp', this.host, this.port, e as Error));
+      }
+      this.udp = sock;
+      this.port = sock.port;
+      // What dgram's address() would say: the bound literal ('::' for the wildcard).
+      this.udpLocalAddress = plainAddress(host);
+      this.udpLocalPort = sock.port;
+      if (this.table.udpWriter !== undefined) this.writerFor(this.table, sock, this.udpLocalAddress, this.udpLocalPort);
+      return Promise.resolve();
+    }
     // A receive buffer of up to UDP_RECV_BUFFER (the kernel caps it at net.core.rmem_max): one event
     // loop stalls for a GC pause or a busy CPU, and at thousands of queries a second the default
     // 208 KiB fills within that stall and the kernel drops queries (the soak drill measured it).
@@ -163,6 +185,8 @@ export class DnsListener implements ServerListener {
         const local = sock.address();
         const localAddress = plainAddress(local.address);
         const localPort = local.port;
+        this.udpLocalAddress = localAddress;
+        this.udpLocalPort = localPort;
         if (this.table.udpWriter !== undefined) this.writerFor(this.table, sock, localAddress, localPort);
         sock.on('message', (buf, rinfo) => {
           const table = this.table;
@@ -176,6 +200,15 @@ export class DnsListener implements ServerListener {
       });
     });
   }
+
+  /** One datagram of a native batch (`wire` stays valid while referenced: the addon never reuses its bytes). */
+  private readonly onNativeQuery = (wire: Buffer, remote: string, remotePort: number, sink: NativeReplySink): void => {
+    const table = this.table;
+    const sock = this.udp;
+    // With a write discipline (shed), replies go through the socket's writer for this configuration.
+    if (table.udpWriter !== undefined && sock !== undefined) sink.writer = this.writerFor(table, sock, this.udpLocalAddress, this.udpLocalPort);
+    this.track(serveMessage(table, wire, 'udp', remote, remotePort, this.udpLocalAddress, this.udpLocalPort, sink));
+  };
 
   private async bindTcp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
@@ -222,7 +255,7 @@ export class DnsListener implements ServerListener {
    * The UDP writer of `table` (which has a `udpWriter` factory) on `sock`: made once per configuration and
    * socket, when the socket is bound or the configuration replaced (CoreDNS: when the server starts serving).
    */
-  private writerFor(table: ServeTable, sock: dgram.Socket, localAddress: string, localPort: number): UdpWriter {
+  private writerFor(table: ServeTable, sock: UdpSocket, localAddress: string, localPort: number): UdpWriter {
     if (this.udpWriterTable !== table || this.udpWriterSock !== sock || this.udpWriter === undefined) {
       this.udpWriterTable = table;
       this.udpWriterSock = sock;
@@ -274,7 +307,10 @@ export class DnsListener implements ServerListener {
       });
     }
     for (const c of this.conns) c.destroy();
-    if (udp) {
+    if (udp instanceof NativeUdp) {
+      await nativeSendsDone(udp, this.udpWriter, deadline);
+      await udp.close();
+    } else if (udp) {
       await udpSendsDone(udp, this.udpWriter, deadline);
       await new Promise<void>((resolve) => { udp.close(() => { resolve(); }); });
     }
@@ -284,7 +320,8 @@ export class DnsListener implements ServerListener {
     const udp = this.udp, tcp = this.tcp;
     this.udp = undefined;
     this.tcp = undefined;
-    if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
+    if (udp instanceof NativeUdp) await udp.close();
+    else if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
     if (tcp) await new Promise<void>((r) => { tcp.close(() => { r(); }); });
   }
 }
@@ -313,6 +350,15 @@ function literalLookup(address: string, options: LookupOneOptions | number, cb: 
 async function udpSendsDone(udp: dgram.Socket, writer: UdpWriter | undefined, deadline: number): Promise<void> {
   await new Promise<void>((resolve) => { setImmediate(resolve); });
   while ((udp.getSendQueueCount() > 0 || (writer !== undefined && writer.pending() > 0)) && Date.now() < deadline) {
+    await new Promise<void>((resolve) => { setTimeout(resolve, 1); });
+  }
+}
+
+/** Until the native socket's replies have left (queued in JavaScript, or kept by the addon after EAGAIN). */
+async function nativeSendsDone(udp: NativeUdp, writer: UdpWriter | undefined, deadline: number): Promise<void> {
+  await new Promise<void>((resolve) => { setImmediate(resolve); });
+  udp.flushNow();
+  while ((udp.pendingCount() > 0 || (writer !== undefined && writer.pending() > 0)) && Date.now() < deadline) {
     await new Promise<void>((resolve) => { setTimeout(resolve, 1); });
   }
 }
