@@ -73,15 +73,39 @@ function badRdata(what: string): WireError {
   return new WireError('BAD_RDATA', 'dns: bad rdata: ' + what);
 }
 
+/**
+ * Presentation bytes of a name being read: a name is at most 255 wire octets, so at most 1016 bytes of
+ * presentation (every octet as `\DDD`, a dot per label). Writing bytes here and reading them out with one
+ * latin1Slice makes one flat string per name, where appending character by character built a rope that
+ * every later use (a Map key, lower-casing, comparisons) had to flatten first.
+ */
+const NAME_BUF = Buffer.allocUnsafe(1024);
+/** byte → 0 when it stands for itself in a name label, else 1 (an escape); lower-case table: A-Z too. */
+const NAME_PLAIN: Uint8Array = new Uint8Array(256);
+const NAME_PLAIN_LOWER: Uint8Array = new Uint8Array(256);
+for (let b = 0; b < 256; b++) {
+  NAME_PLAIN[b] = NAME_CHR[b]!.length === 1 && NAME_CHR[b]!.charCodeAt(0) === b ? 0 : 1;
+  NAME_PLAIN_LOWER[b] = NAME_PLAIN[b]! === 0 && !(b >= 65 && b <= 90) ? 0 : 1;
+}
+
+/** Writes the presentation of `c` (an escape, or an upper-case letter lowered) at `o`; returns the new end. */
+function putSpecial(c: number, table: string[], o: number): number {
+  const t = table[c]!;
+  for (let k = 0; k < t.length; k++) NAME_BUF[o++] = t.charCodeAt(k);
+  return o;
+}
+
 /** Reads the name at P, advances P past it; returns presentation form. */
 function readName(lower: boolean): string {
   const b = B;
   const n = N;
   const table = lower ? NAME_CHR_LOWER : NAME_CHR;
+  const plain = lower ? NAME_PLAIN_LOWER : NAME_PLAIN;
+  const out = NAME_BUF;
   const start = P;
   let p = P;
   let end = -1;
-  let s = '';
+  let o = 0; // bytes of presentation written to NAME_BUF
   let wire = 1;
   let hops = 0;
   for (;;) {
@@ -97,8 +121,12 @@ function readName(lower: boolean): string {
       if (e > n) throw short();
       wire += c + 1;
       if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
-      for (let i = p + 1; i < e; i++) s += table[b[i]];
-      s += '.';
+      for (let i = p + 1; i < e; i++) {
+        const x = b[i];
+        if (plain[x] === 0) out[o++] = x;
+        else o = putSpecial(x, table, o);
+      }
+      out[o++] = 0x2e;
       p = e;
     } else if (t === 0xc0) {
       if (p + 1 >= n) throw short();
@@ -113,7 +141,7 @@ function readName(lower: boolean): string {
             wire += cacheWire[k] - 1;
             if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
             const cached = cacheStr[k];
-            s = cached === '.' ? (s.length === 0 ? '.' : s) : s + cached;
+            const s = o === 0 ? cached : cached === '.' ? out.toString('latin1', 0, o) : out.toString('latin1', 0, o) + cached;
             P = end;
             if (cacheN < CACHE_SIZE) {
               cacheOff[cacheN] = start;
@@ -130,7 +158,7 @@ function readName(lower: boolean): string {
     }
   }
   P = end < 0 ? p : end;
-  if (s.length === 0) s = '.';
+  const s = o === 0 ? '.' : out.toString('latin1', 0, o);
   if (!lower && cacheN < CACHE_SIZE) {
     cacheOff[cacheN] = start;
     cacheWire[cacheN] = wire;
