@@ -171,6 +171,13 @@ export class Request {
   }
 
   /**
+   * The query's wire form is already at hand (received, or encoded before), so reading `wire` costs no
+   * encoding: a plugin that can answer from the query's bytes does so only then (a derived request with
+   * another message would be encoded just for that).
+   */
+  get hasWire(): boolean { return this.wireBytes !== undefined; }
+
+  /**
    * The query's bytes as they arrived (the original request's wire, whatever plugins derived since): what
    * a TSIG signature covers (CoreDNS verifies it in the server, before any plugin).
    */
