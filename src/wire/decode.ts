@@ -732,3 +732,65 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
     B = EMPTY;
   }
 }
+
+/**
+ * What the server needs of a query of the usual shape, read without building a Message (see scanQuery).
+ * `edns` is the object decodeMessage would make of the OPT record (no options), undefined without one.
+ */
+export interface ScannedQuery {
+  /** The question's name as sent (case kept), presentation form: decodeMessage's question[0].name. */
+  readonly qname: string;
+  readonly qtype: number;
+  readonly qclass: number;
+  /** Offset just past the question. */
+  readonly questionEnd: number;
+  readonly edns: Edns | undefined;
+}
+
+/**
+ * The question and OPT of a query of the shape nearly every client sends — one question whose name has no
+ * compression pointer, no answer or authority records, and at most an OPT record without options (root
+ * owner) as additional record — or undefined for any other message (the caller decodes it in full).
+ * Whenever it returns facts, decodeMessage of the same bytes succeeds and agrees with them, so a Message
+ * can be built later, only if a plugin asks for it. Never throws.
+ */
+export function scanQuery(buf: Uint8Array): ScannedQuery | undefined {
+  const n = buf.length;
+  if (n < 17 || buf[4] !== 0 || buf[5] !== 1 || buf[6] !== 0 || buf[7] !== 0 || buf[8] !== 0 || buf[9] !== 0 || buf[10] !== 0) return undefined;
+  const ar = buf[11]!;
+  if (ar > 1) return undefined;
+  // Labels only, ending in the root within 255 octets and the message: readName cannot fail on them.
+  let p = 12;
+  for (;;) {
+    if (p >= n) return undefined;
+    const l = buf[p]!;
+    if (l === 0) break;
+    if (l > 63) return undefined;
+    p += l + 1;
+    if (p - 12 > 254) return undefined;
+  }
+  const qEnd = p + 5;
+  if (qEnd > n) return undefined; // a question cut short: decodeMessage's special cases
+  let edns: Edns | undefined;
+  // A message that ends after the question has no OPT, whatever ARCOUNT says (decodeMessage: the count is a lie).
+  if (ar === 1 && qEnd < n) {
+    // The OPT record: root owner, type 41, class = UDP size, TTL = ext-rcode, version, DO|Z; no options.
+    if (qEnd + 11 > n || buf[qEnd] !== 0 || buf[qEnd + 1] !== 0 || buf[qEnd + 2] !== 41) return undefined;
+    if (buf[qEnd + 9] !== 0 || buf[qEnd + 10] !== 0) return undefined;
+    const flags = (buf[qEnd + 7]! << 8) | buf[qEnd + 8]!;
+    edns = {
+      udpSize: (buf[qEnd + 3]! << 8) | buf[qEnd + 4]!,
+      version: buf[qEnd + 6]!,
+      do: (flags & 0x8000) !== 0,
+      z: flags & 0x7fff,
+      options: [],
+    };
+  }
+  B = buf;
+  N = n;
+  P = 12;
+  cacheN = 0;
+  const qname = readName(false);
+  B = EMPTY;
+  return { qname, qtype: (buf[qEnd - 4]! << 8) | buf[qEnd - 3]!, qclass: (buf[qEnd - 2]! << 8) | buf[qEnd - 1]!, questionEnd: qEnd, edns };
+}
