@@ -186,7 +186,7 @@ export class Request {
     let m = this.msgValue;
     if (m === undefined) {
       // scanQuery vouches that these bytes decode; the OPT object is the one already handed out.
-      m = decodeMessage(this.wireBytes!);
+      m = decodeMessage(this.wireBytes!, this.scanned);
       m.edns = this.scanned!.edns;
       this.msgValue = m;
     }

@@ -314,6 +314,8 @@ test('scanQuery: the usual query shapes agree with decodeMessage; any other shap
     const m = decodeMessage(w);
     assert.deepEqual([s.qname, s.qtype, s.qclass, s.questionEnd], [m.question[0]!.name, m.question[0]!.type, m.question[0]!.class, questionEnd(w)]);
     assert.deepEqual(s.edns, m.edns);
+    // Decoding with the scan's question gives the same message.
+    assert.deepEqual(decodeMessage(w, s), m);
   }
   const other = [
     hex(`abcd 0110 0002 0000 0000 0000` + question + question), // two questions

@@ -580,8 +580,11 @@ function newMsgFromHeader(): Message {
   };
 }
 
-/** Decodes one DNS message. Throws WireError (only) on malformed input. */
-export function decodeMessage(buf: Uint8Array): Message {
+/**
+ * Decodes one DNS message. Throws WireError (only) on malformed input. `scanned`: what scanQuery read of
+ * these same bytes, whose question is taken as it is instead of being read again.
+ */
+export function decodeMessage(buf: Uint8Array, scanned?: ScannedQuery): Message {
   if (buf.length < 12) throw new WireError('SHORT', 'dns: message shorter than the header');
   B = buf;
   N = buf.length;
@@ -597,11 +600,16 @@ export function decodeMessage(buf: Uint8Array): Message {
     return msg;
   }
   try {
-    for (let i = 0; i < qd; i++) {
-      const name = readName(false);
-      readQuestionTail();
-      const q: Question = { name, type: QT, class: QC };
-      msg.question.push(q);
+    if (scanned !== undefined) {
+      msg.question.push({ name: scanned.qname, type: scanned.qtype, class: scanned.qclass });
+      P = scanned.questionEnd;
+    } else {
+      for (let i = 0; i < qd; i++) {
+        const name = readName(false);
+        readQuestionTail();
+        const q: Question = { name, type: QT, class: QC };
+        msg.question.push(q);
+      }
     }
     // A message that ends exactly after a record has no more records, whatever the counts say
     // (miekg: "dh.Ancount is a lie"); a count that runs into half a record is SHORT.
