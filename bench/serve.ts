@@ -2,7 +2,8 @@
 // called in a loop with a sink that drops replies. Run:
 //   node bench/serve.ts [seconds] [name filter]
 // Scenarios: whoami, hosts answer, cache hit (cache filled from a hosts block behind it), a rewrite rule in
-// front of hosts (a query it rewrites, and one it does not match), template answers.
+// front of hosts (a query it rewrites, and one it does not match), template answers, a cache hit through the kubeadm
+// Corefile's plugins.
 
 import { startServer } from '../src/index.ts';
 import { serveMessage } from '../src/core/serve.ts';
@@ -13,6 +14,8 @@ import { setLogSink } from '../src/core/log.ts';
 setLogSink(() => {});
 const seconds = Number(process.argv[2] ?? 2);
 const only = process.argv[3];
+const KUBEADM = '.:0 {\n errors\n health 127.0.0.1:0\n ready 127.0.0.1:0\n prometheus 127.0.0.1:0\n cache 30\n loop\n reload\n loadbalance\n' +
+  ' hosts {\n  192.0.2.1 www.example.org\n }\n}\n';
 const REWRITE_HOSTS = ' hosts {\n  192.0.2.1 b.example.org\n  192.0.2.2 www.example.org\n }\n}\n';
 
 const scenarios: Array<{ name: string; corefile: string; qname: string; edns: boolean }> = [
@@ -27,6 +30,10 @@ const scenarios: Array<{ name: string; corefile: string; qname: string; edns: bo
   { name: 'template', corefile: '.:0 {\n template IN A example.org {\n  answer "{{ .Name }} 60 IN A 192.0.2.1"\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'template regex groups', corefile: '.:0 {\n template IN A example.org {\n  match "^(?P<h>[a-z]+)[.]example[.]org[.]$"\n  answer "{{ .Name }} 60 IN A 192.0.2.{{ len .Group.h }}"\n }\n}\n', qname: 'www.example.org.', edns: false },
   { name: 'cache hit+prometheus', corefile: '.:0 {\n prometheus 127.0.0.1:0\n cache 3600\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n', qname: 'www.example.org.', edns: false },
+  // The kubeadm Corefile's per-query plugins (errors, prometheus, cache, loop, loadbalance) in front of a hosts block
+  // standing in for kubernetes/forward, with a DNS client's EDNS: the cache hit most cluster queries are (one address,
+  // as for a ClusterIP service).
+  { name: 'cache hit kubeadm-like', corefile: KUBEADM, qname: 'www.example.org.', edns: true },
 ];
 
 for (const s of scenarios) {

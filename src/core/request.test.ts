@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Request, MAX_LOOKUP_DEPTH, type SubQueryRouter } from './request.ts';
 import { newQuery } from '../wire/message.ts';
 import { encodeMessage } from '../wire/encode.ts';
-import { decodeMessage } from '../wire/decode.ts';
+import { decodeMessage, scanQuery } from '../wire/decode.ts';
 import type { Message } from '../wire/types.ts';
 
 function request(name: string, type = 1, router?: SubQueryRouter): Request {
@@ -182,4 +182,32 @@ test('replyBase: the received query unless a plugin edited it in place (header)'
   const e = d.derive({ msg, inPlace: true });
   assert.equal(r.replyBase, msg);
   assert.equal(e.replyBase, msg);
+});
+
+test('a request made from a scan answers as the decoded one, and decodes its Message only when asked', () => {
+  const q = newQuery('WwW.Example.ORG.', 28);
+  q.id = 0xbeef;
+  q.cd = true;
+  q.ad = true;
+  q.edns = { udpSize: 700, version: 0, do: true, z: 3, options: [] };
+  const wire = encodeMessage(q);
+  const scanned = scanQuery(wire)!;
+  const s = new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n, undefined, scanned);
+  const d = new Request(decodeMessage(wire), wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n);
+  const facts = (r: Request): unknown[] => [r.qname, r.name, r.qtype, r.qclass, r.do, r.udpSize, r.size, r.id, r.flags, r.edns,
+    r.replyEdns, r.questionEnd, r.length, r.hasWire];
+  assert.deepEqual(facts(s), facts(d));
+  assert.equal(s.scannedQuestion, true);
+  assert.equal(d.scannedQuestion, false);
+  // Asked for, the Message is the decoded one, and the OPT already handed out is its OPT.
+  const edns = s.edns;
+  assert.deepEqual(s.msg, d.msg);
+  assert.equal(s.msg.edns, edns);
+  assert.equal(s.scannedQuestion, false);
+  assert.deepEqual(facts(s), facts(d));
+  // An in-place edit is seen through the accessors, as for a decoded request.
+  const s2 = new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n, undefined, scanQuery(wire));
+  s2.derive({ msg: { ...q, question: [{ name: 'x.', type: 1, class: 1 }], edns: { ...q.edns, udpSize: 1400, do: false } }, inPlace: true });
+  assert.deepEqual([s2.qtype, s2.do, s2.udpSize, s2.replyEdns?.udpSize, s2.edns?.udpSize], [1, false, 1400, 1400, 700]);
+  assert.throws(() => new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n), /a message or a scanned query/);
 });

@@ -10,7 +10,8 @@
 // the client and the name of the plugin at work. `req.lookup(name, type)` is
 // CoreDNS's upstream package: a sub-query through the server's own zones.
 
-import type { EdnsOption, Message, ResourceRecord } from '../wire/types.ts';
+import type { Edns, EdnsOption, Message, ResourceRecord } from '../wire/types.ts';
+import { decodeMessage, type ScannedQuery } from '../wire/decode.ts';
 import { skipName } from '../wire/scan.ts';
 import { asciiLower, fqdn } from '../wire/name.ts';
 import { encodeMessage } from '../wire/encode.ts';
@@ -90,8 +91,13 @@ export interface QuerySpan {
 }
 
 export class Request {
-  /** The decoded query. Never changed in place: derive a request instead. */
-  readonly msg: Message;
+  /** The decoded query; undefined until asked for when the request was made from a scan (`scanned`). */
+  private msgValue: Message | undefined;
+  /**
+   * The query as the server scanned it (question, OPT) when it did not decode it: the Message is decoded from
+   * the bytes only when something asks for `msg`. Undefined for a request made from a Message.
+   */
+  private readonly scanned: ScannedQuery | undefined;
   readonly proto: Transport;
   readonly remoteAddress: string;
   readonly remotePort: number;
@@ -143,12 +149,18 @@ export class Request {
   private lowerOf: string | undefined;
   private lowerName = '';
 
+  /**
+   * `msg` undefined: `scanned` (with `wire`, the bytes it was read from) stands for the query until a
+   * plugin asks for the Message.
+   */
   constructor(
-    msg: Message, wire: Uint8Array | undefined, proto: Transport,
+    msg: Message | undefined, wire: Uint8Array | undefined, proto: Transport,
     remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
-    server: string, start: bigint, router?: SubQueryRouter,
+    server: string, start: bigint, router?: SubQueryRouter, scanned?: ScannedQuery,
   ) {
-    this.msg = msg;
+    if (msg === undefined && (scanned === undefined || wire === undefined)) throw new Error('a request needs a message or a scanned query');
+    this.msgValue = msg;
+    this.scanned = scanned;
     this.wireBytes = wire;
     this.proto = proto;
     this.remoteAddress = remoteAddress;
@@ -166,9 +178,31 @@ export class Request {
    * The query in wire form: the bytes as received, or for a derived request
    * whose message differs, the message encoded on first use.
    */
+  /** The request was made from a scan (one question) and its Message has not been needed yet. */
+  get scannedQuestion(): boolean { return this.msgValue === undefined; }
+
+  /** The decoded query. Never changed in place: derive a request instead. */
+  get msg(): Message {
+    let m = this.msgValue;
+    if (m === undefined) {
+      // scanQuery vouches that these bytes decode; the OPT object is the one already handed out.
+      m = decodeMessage(this.wireBytes!, this.scanned);
+      m.edns = this.scanned!.edns;
+      this.msgValue = m;
+    }
+    return m;
+  }
+
   get wire(): Uint8Array {
     return this.wireBytes ??= encodeMessage(this.msg);
   }
+
+  /**
+   * The query's wire form is already at hand (received, or encoded before), so reading `wire` costs no
+   * encoding: a plugin that can answer from the query's bytes does so only then (a derived request with
+   * another message would be encoded just for that).
+   */
+  get hasWire(): boolean { return this.wireBytes !== undefined; }
 
   /**
    * The query's bytes as they arrived (the original request's wire, whatever plugins derived since): what
@@ -177,7 +211,11 @@ export class Request {
   get receivedWire(): Uint8Array { return this.root.wire; }
 
   /** Query name as sent (case preserved). */
-  get qname(): string { return this.msg.question[0]?.name ?? '.'; }
+  get qname(): string {
+    const m = this.msgValue;
+    if (m === undefined) return this.scanned!.qname;
+    return m.question[0]?.name ?? '.';
+  }
 
   /** Query name lower-cased (ASCII), as CoreDNS's state.Name(). */
   get name(): string {
@@ -197,11 +235,56 @@ export class Request {
    */
   private get current(): Message { return this.root === this ? (this.edited ?? this.msg) : this.msg; }
 
-  get qtype(): number { return this.current.question[0]?.type ?? 0; }
-  get qclass(): number { return this.current.question[0]?.class ?? 0; }
+  /** The scan stands for `current`: nothing decoded, nothing edited (a scanned request is always a root). */
+  private get scanCurrent(): ScannedQuery | undefined {
+    return this.msgValue === undefined && this.edited === undefined ? this.scanned : undefined;
+  }
+
+  get qtype(): number {
+    const s = this.scanCurrent;
+    return s !== undefined ? s.qtype : this.current.question[0]?.type ?? 0;
+  }
+  get qclass(): number {
+    const s = this.scanCurrent;
+    return s !== undefined ? s.qclass : this.current.question[0]?.class ?? 0;
+  }
+
+  /** The OPT of the query as the chain has left it (see `current`). */
+  private get currentEdns(): Edns | undefined {
+    const s = this.scanCurrent;
+    return s !== undefined ? s.edns : this.current.edns;
+  }
 
   /** The DO bit of the query's OPT record. */
-  get do(): boolean { return this.current.edns?.do ?? false; }
+  get do(): boolean { return this.currentEdns?.do ?? false; }
+
+  /** This request's own query's OPT (`msg.edns`), without decoding a scanned query. */
+  get edns(): Edns | undefined {
+    const m = this.msgValue;
+    return m === undefined ? this.scanned!.edns : m.edns;
+  }
+
+  /** This request's own query's ID (`msg.id`), without decoding a scanned query. */
+  get id(): number {
+    const m = this.msgValue;
+    if (m !== undefined) return m.id;
+    const b = this.wireBytes!;
+    return (b[0]! << 8) | b[1]!;
+  }
+
+  /**
+   * This request's own query's header flags as on the wire (QR, opcode, AA, TC, RD, RA, Z, AD, CD and the
+   * low 4 bits of the rcode), without decoding a scanned query.
+   */
+  get flags(): number {
+    const m = this.msgValue;
+    if (m === undefined) {
+      const b = this.wireBytes!;
+      return (b[2]! << 8) | b[3]!;
+    }
+    return (m.qr ? 0x8000 : 0) | ((m.opcode & 0xf) << 11) | (m.aa ? 0x400 : 0) | (m.tc ? 0x200 : 0) | (m.rd ? 0x100 : 0) |
+      (m.ra ? 0x80 : 0) | (m.z ? 0x40 : 0) | (m.ad ? 0x20 : 0) | (m.cd ? 0x10 : 0) | (m.rcode & 0xf);
+  }
 
   /** 1 for IPv4 clients, 2 for IPv6 (CoreDNS's `family` label). */
   get family(): 1 | 2 { return this.remoteAddress.includes(':') ? 2 : 1; }
@@ -212,12 +295,18 @@ export class Request {
    */
   get replyBase(): Message { return this.root.edited ?? this.msg; }
 
+  /** `replyBase.edns`, without decoding a scanned query. */
+  get replyEdns(): Edns | undefined {
+    const e = this.root.edited;
+    return e !== undefined ? e.edns : this.edns;
+  }
+
   /**
    * The EDNS buffer size of the query (undefined without EDNS), lowered to the
    * limit of `limitUdpSize` when one was set on this query or one it derives from.
    */
   get udpSize(): number | undefined {
-    const e = this.current.edns;
+    const e = this.currentEdns;
     if (e === undefined) return undefined;
     const limit = this.root.udpLimit;
     return limit !== 0 && limit < e.udpSize ? limit : e.udpSize;
@@ -244,6 +333,8 @@ export class Request {
 
   /** Offset just past the question in `wire` (-1 if it cannot be walked): lets a plugin reuse the client's question bytes. */
   get questionEnd(): number {
+    const s = this.scanned;
+    if (s !== undefined) return s.questionEnd;
     const end = skipName(this.wire, 12);
     return end < 0 ? -1 : end + 4;
   }
@@ -255,10 +346,11 @@ export class Request {
    */
   get length(): number {
     const e = this.root === this ? this.edited : undefined;
-    const m = this.msg;
     const dropped = this.root === this ? this.droppedOptionBytes : 0;
+    if (e === undefined) return this.wire.length - dropped;
+    const m = this.msg;
     // Flags edited (header): the sections are the same arrays, so the length is the same.
-    if (e === undefined || e === m || (e.question === m.question && e.answer === m.answer && e.authority === m.authority
+    if (e === m || (e.question === m.question && e.answer === m.answer && e.authority === m.authority
       && e.additional === m.additional && e.edns === m.edns)) return this.wire.length - dropped;
     if (this.editedOf !== e) {
       this.editedLength = encodeMessage(e).length;

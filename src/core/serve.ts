@@ -11,7 +11,7 @@ import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin
 import type { Edns, EdnsOption, Message, OpaqueData } from '../wire/types.ts';
 import { findOptRecord } from '../wire/scan.ts';
 import { nextLabel } from '../wire/name.ts';
-import { decodeMessage, WireError } from '../wire/decode.ts';
+import { decodeMessage, scanQuery, WireError } from '../wire/decode.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { encodeWithin } from '../wire/truncate.ts';
 import { replyTo } from '../wire/message.ts';
@@ -111,6 +111,13 @@ export function serveMessage(
     sink.send(headerReply(wire, Rcode.FORMERR, false));
     return;
   }
+  // The usual query (one question, at most an OPT without options) is only scanned: its Message is decoded
+  // if a plugin asks for it, which a cache hit or a hosts answer does not.
+  const scanned = scanQuery(wire);
+  if (scanned !== undefined) {
+    return serveRequest(table, new Request(undefined, wire, proto, remoteAddress, remotePort, localAddress, localPort,
+      table.name, process.hrtime.bigint(), table.router, scanned), sink);
+  }
   let msg: Message;
   try {
     msg = decodeMessage(wire);
@@ -157,17 +164,19 @@ export function serveHttpsMessage(
  * replies. Used for client queries and for internal sub-queries alike.
  */
 function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | Promise<void> {
-  const msg = req.msg;
-  if (msg.question.length === 0) {
+  // A scanned request (req.scannedQuestion) has its one question; a decoded one is looked at.
+  if (!req.scannedQuestion && req.msg.question.length === 0) {
     writeServerError(table, req, sink, Rcode.SERVFAIL, true);
     return;
   }
-  if (!table.classChaos && msg.question[0]!.class !== RRClass.IN) {
+  // A request that reaches here was just made (not edited): its qclass and OPT are its message's.
+  if (!table.classChaos && req.qclass !== RRClass.IN) {
     writeServerError(table, req, sink, Rcode.REFUSED, true);
     return;
   }
-  if (msg.edns !== undefined && msg.edns.version !== 0) {
-    sink.send(encodeMessage(badVersReply(msg)));
+  const edns = req.edns;
+  if (edns !== undefined && edns.version !== 0) {
+    sink.send(encodeMessage(badVersReply(req.msg)));
     return;
   }
 
@@ -220,7 +229,7 @@ function route(table: ServeTable, req: Request): RoutedBlock | undefined {
   }
   const q = req.name;
   // CoreDNS 1.15.0 applies the DS rule to QUERY only: a NOTIFY for a DS goes to the longest zone like any other.
-  const isDS = req.qtype === RRType.DS && req.msg.opcode === Opcode.QUERY;
+  const isDS = req.qtype === RRType.DS && ((req.flags >> 11) & 0xf) === Opcode.QUERY;
   let dsBlock: RoutedBlock | undefined;
   let off = 0;
   while (off < q.length - 1) {
@@ -255,7 +264,7 @@ function routeFiltered(table: ServeTable, req: Request): RoutedBlock | undefined
   const zones = table.zones;
   const lengths = table.zoneLengths;
   const q = req.name;
-  const isDS = req.qtype === RRType.DS && req.msg.opcode === Opcode.QUERY;
+  const isDS = req.qtype === RRType.DS && ((req.flags >> 11) & 0xf) === Opcode.QUERY;
   let dsBlock: RoutedBlock | undefined;
   let off = 0;
   while (off < q.length - 1) {
@@ -389,7 +398,7 @@ const V6_LIMIT = { compressAbove: 1220 };
  */
 export function sizeAndDo(req: Request, reply: Message, supported: ReadonlySet<number>): void {
   // The query as the chain left it: a plugin that edits it in place (rewrite's edns0 rules) edits the OPT echoed.
-  const q = req.replyBase.edns;
+  const q = req.replyEdns;
   if (q === undefined) return;
   // req.udpSize: the query's size as the chain left it (bufsize lowers it, as CoreDNS's in-place OPT rewrite).
   const udpSize = req.udpSize ?? q.udpSize;
@@ -504,7 +513,7 @@ export class ClientWriter implements ResponseWriter {
     const req = this.req;
     if (req.extendedErrors !== undefined || req.replySigner !== undefined) { this.writeDecoded(reply); return; }
     let out = reply;
-    const q = req.replyBase.edns;
+    const q = req.replyEdns;
     if (q !== undefined) {
       const at = findOptRecord(reply);
       if (at === -2 || (at >= 0 && reply[at] !== 0)) { this.writeDecoded(reply); return; }

@@ -6,6 +6,8 @@ import {
   parseRecord, formatRecord, WireError,
 } from './index.ts';
 import { formatIPv6, parseIPv6 } from './ip.ts';
+import { scanQuery } from './decode.ts';
+import { questionEnd } from './scan.ts';
 import type { Message, ResourceRecord } from './types.ts';
 
 const ORIGIN = 'example.org.';
@@ -292,4 +294,44 @@ test('property: ours → dns-packet decode, dns-packet encode → ours', () => {
     assert.deepEqual(d.authority, m.authority);
     assert.deepEqual(d.question, m.question);
   }
+});
+
+test('scanQuery: the usual query shapes agree with decodeMessage; any other shape is left to it', () => {
+  const hex = (s: string): Buffer => Buffer.from(s.replace(/ /g, ''), 'hex');
+  const header = (ar: number): string => `abcd 0110 0001 0000 0000 000${ar}`;
+  const question = '03 576177 07 6578616d706c65 03 6f7267 00 001c 0001'; // Waw.example.org. AAAA IN
+  const opt = '00 0029 04d0 01 00 8005 0000'; // size 1232, ext-rcode 1, version 0, DO + z 5, no options
+  const usual = [
+    hex(header(0) + question),
+    hex(header(1) + question + opt),
+    hex(header(1) + question), // ARCOUNT 1 but the message ends after the question: no OPT (as decodeMessage)
+    hex(header(0) + question + 'ffff'), // trailing bytes are ignored
+    hex(header(0) + '04 615c2e62 05 5c3030305a 00 0001 0003'), // escapes in the name, class CH
+  ];
+  for (const w of usual) {
+    const s = scanQuery(w);
+    assert.ok(s !== undefined, w.toString('hex'));
+    const m = decodeMessage(w);
+    assert.deepEqual([s.qname, s.qtype, s.qclass, s.questionEnd], [m.question[0]!.name, m.question[0]!.type, m.question[0]!.class, questionEnd(w)]);
+    assert.deepEqual(s.edns, m.edns);
+    // Decoding with the scan's question gives the same message.
+    assert.deepEqual(decodeMessage(w, s), m);
+  }
+  const other = [
+    hex(`abcd 0110 0002 0000 0000 0000` + question + question), // two questions
+    hex(`abcd 0110 0001 0001 0000 0000` + question + 'c00c 001c 0001 00000000 0000'), // an answer record
+    hex(header(2) + question + opt + opt), // two OPT records
+    hex(header(1) + question + '00 0029 04d0 00 00 0000 0004 000a 0000'), // an option (a cookie's code, empty)
+    hex(header(1) + question + '00 0001 0001 00000000 0000'), // an additional record that is not an OPT
+    hex(header(1) + question + '01 61 00 0029 04d0 00000000 0000'), // an OPT not owned by the root
+    hex(header(1) + question + '00 0029 04d0 00 00'), // an OPT cut short
+    hex(header(0) + '03 576177 c00c 0001 0001'), // a compression pointer in the question
+    hex(header(0) + '03 576177 00 0001'), // a question cut short after its type
+    hex(header(0) + '03 5761'), // a name running off the message
+    hex(header(0) + '40' + '61'.repeat(64) + '00 0001 0001'), // a 64-octet label
+  ];
+  for (const w of other) assert.equal(scanQuery(w), undefined, w.toString('hex'));
+  // 255 octets of name is the limit: 127 labels of one octet and the root is 255 octets, one more is too long.
+  assert.notEqual(scanQuery(hex(header(0) + '0161'.repeat(127) + '00 0001 0001')), undefined);
+  assert.equal(scanQuery(hex(header(0) + '0161'.repeat(128) + '00 0001 0001')), undefined);
 });

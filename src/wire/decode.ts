@@ -73,15 +73,39 @@ function badRdata(what: string): WireError {
   return new WireError('BAD_RDATA', 'dns: bad rdata: ' + what);
 }
 
+/**
+ * Presentation bytes of a name being read: a name is at most 255 wire octets, so at most 1016 bytes of
+ * presentation (every octet as `\DDD`, a dot per label). Writing bytes here and reading them out with one
+ * latin1Slice makes one flat string per name, where appending character by character built a rope that
+ * every later use (a Map key, lower-casing, comparisons) had to flatten first.
+ */
+const NAME_BUF = Buffer.allocUnsafe(1024);
+/** byte → 0 when it stands for itself in a name label, else 1 (an escape); lower-case table: A-Z too. */
+const NAME_PLAIN: Uint8Array = new Uint8Array(256);
+const NAME_PLAIN_LOWER: Uint8Array = new Uint8Array(256);
+for (let b = 0; b < 256; b++) {
+  NAME_PLAIN[b] = NAME_CHR[b]!.length === 1 && NAME_CHR[b]!.charCodeAt(0) === b ? 0 : 1;
+  NAME_PLAIN_LOWER[b] = NAME_PLAIN[b]! === 0 && !(b >= 65 && b <= 90) ? 0 : 1;
+}
+
+/** Writes the presentation of `c` (an escape, or an upper-case letter lowered) at `o`; returns the new end. */
+function putSpecial(c: number, table: string[], o: number): number {
+  const t = table[c]!;
+  for (let k = 0; k < t.length; k++) NAME_BUF[o++] = t.charCodeAt(k);
+  return o;
+}
+
 /** Reads the name at P, advances P past it; returns presentation form. */
 function readName(lower: boolean): string {
   const b = B;
   const n = N;
   const table = lower ? NAME_CHR_LOWER : NAME_CHR;
+  const plain = lower ? NAME_PLAIN_LOWER : NAME_PLAIN;
+  const out = NAME_BUF;
   const start = P;
   let p = P;
   let end = -1;
-  let s = '';
+  let o = 0; // bytes of presentation written to NAME_BUF
   let wire = 1;
   let hops = 0;
   for (;;) {
@@ -97,8 +121,12 @@ function readName(lower: boolean): string {
       if (e > n) throw short();
       wire += c + 1;
       if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
-      for (let i = p + 1; i < e; i++) s += table[b[i]];
-      s += '.';
+      for (let i = p + 1; i < e; i++) {
+        const x = b[i];
+        if (plain[x] === 0) out[o++] = x;
+        else o = putSpecial(x, table, o);
+      }
+      out[o++] = 0x2e;
       p = e;
     } else if (t === 0xc0) {
       if (p + 1 >= n) throw short();
@@ -113,7 +141,7 @@ function readName(lower: boolean): string {
             wire += cacheWire[k] - 1;
             if (wire > 255) throw new WireError('NAME_TOO_LONG', 'dns: domain name exceeded 255 wire-format octets');
             const cached = cacheStr[k];
-            s = cached === '.' ? (s.length === 0 ? '.' : s) : s + cached;
+            const s = o === 0 ? cached : cached === '.' ? out.toString('latin1', 0, o) : out.toString('latin1', 0, o) + cached;
             P = end;
             if (cacheN < CACHE_SIZE) {
               cacheOff[cacheN] = start;
@@ -130,7 +158,7 @@ function readName(lower: boolean): string {
     }
   }
   P = end < 0 ? p : end;
-  if (s.length === 0) s = '.';
+  const s = o === 0 ? '.' : out.toString('latin1', 0, o);
   if (!lower && cacheN < CACHE_SIZE) {
     cacheOff[cacheN] = start;
     cacheWire[cacheN] = wire;
@@ -552,8 +580,11 @@ function newMsgFromHeader(): Message {
   };
 }
 
-/** Decodes one DNS message. Throws WireError (only) on malformed input. */
-export function decodeMessage(buf: Uint8Array): Message {
+/**
+ * Decodes one DNS message. Throws WireError (only) on malformed input. `scanned`: what scanQuery read of
+ * these same bytes, whose question is taken as it is instead of being read again.
+ */
+export function decodeMessage(buf: Uint8Array, scanned?: ScannedQuery): Message {
   if (buf.length < 12) throw new WireError('SHORT', 'dns: message shorter than the header');
   B = buf;
   N = buf.length;
@@ -569,11 +600,16 @@ export function decodeMessage(buf: Uint8Array): Message {
     return msg;
   }
   try {
-    for (let i = 0; i < qd; i++) {
-      const name = readName(false);
-      readQuestionTail();
-      const q: Question = { name, type: QT, class: QC };
-      msg.question.push(q);
+    if (scanned !== undefined) {
+      msg.question.push({ name: scanned.qname, type: scanned.qtype, class: scanned.qclass });
+      P = scanned.questionEnd;
+    } else {
+      for (let i = 0; i < qd; i++) {
+        const name = readName(false);
+        readQuestionTail();
+        const q: Question = { name, type: QT, class: QC };
+        msg.question.push(q);
+      }
     }
     // A message that ends exactly after a record has no more records, whatever the counts say
     // (miekg: "dh.Ancount is a lie"); a count that runs into half a record is SHORT.
@@ -703,4 +739,66 @@ export function decodeQuestionFast(buf: Uint8Array): QueryFacts | undefined {
   } finally {
     B = EMPTY;
   }
+}
+
+/**
+ * What the server needs of a query of the usual shape, read without building a Message (see scanQuery).
+ * `edns` is the object decodeMessage would make of the OPT record (no options), undefined without one.
+ */
+export interface ScannedQuery {
+  /** The question's name as sent (case kept), presentation form: decodeMessage's question[0].name. */
+  readonly qname: string;
+  readonly qtype: number;
+  readonly qclass: number;
+  /** Offset just past the question. */
+  readonly questionEnd: number;
+  readonly edns: Edns | undefined;
+}
+
+/**
+ * The question and OPT of a query of the shape nearly every client sends — one question whose name has no
+ * compression pointer, no answer or authority records, and at most an OPT record without options (root
+ * owner) as additional record — or undefined for any other message (the caller decodes it in full).
+ * Whenever it returns facts, decodeMessage of the same bytes succeeds and agrees with them, so a Message
+ * can be built later, only if a plugin asks for it. Never throws.
+ */
+export function scanQuery(buf: Uint8Array): ScannedQuery | undefined {
+  const n = buf.length;
+  if (n < 17 || buf[4] !== 0 || buf[5] !== 1 || buf[6] !== 0 || buf[7] !== 0 || buf[8] !== 0 || buf[9] !== 0 || buf[10] !== 0) return undefined;
+  const ar = buf[11]!;
+  if (ar > 1) return undefined;
+  // Labels only, ending in the root within 255 octets and the message: readName cannot fail on them.
+  let p = 12;
+  for (;;) {
+    if (p >= n) return undefined;
+    const l = buf[p]!;
+    if (l === 0) break;
+    if (l > 63) return undefined;
+    p += l + 1;
+    if (p - 12 > 254) return undefined;
+  }
+  const qEnd = p + 5;
+  if (qEnd > n) return undefined; // a question cut short: decodeMessage's special cases
+  let edns: Edns | undefined;
+  // A message that ends after the question has no OPT, whatever ARCOUNT says (decodeMessage: the count is a lie).
+  if (ar === 1 && qEnd < n) {
+    // The OPT record: root owner, type 41, class = UDP size, TTL = ext-rcode, version, DO|Z; no options.
+    if (qEnd + 11 > n || buf[qEnd] !== 0 || buf[qEnd + 1] !== 0 || buf[qEnd + 2] !== 41) return undefined;
+    if (buf[qEnd + 9] !== 0 || buf[qEnd + 10] !== 0) return undefined;
+    const flags = (buf[qEnd + 7]! << 8) | buf[qEnd + 8]!;
+    edns = {
+      udpSize: (buf[qEnd + 3]! << 8) | buf[qEnd + 4]!,
+      version: buf[qEnd + 6]!,
+      do: (flags & 0x8000) !== 0,
+      z: flags & 0x7fff,
+      options: [],
+    };
+  }
+  B = buf;
+  N = n;
+  P = 12;
+  cacheN = 0;
+  const qname = readName(false);
+  B = EMPTY;
+  return { qname, qtype: (buf[qEnd - 4]! << 8) | buf[qEnd - 3]!, qclass: (buf[qEnd - 2]! << 8) | buf[qEnd - 1]!, questionEnd: qEnd, edns };
 }

@@ -416,16 +416,17 @@ export class Cache implements Handler {
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
-    const msg = req.msg;
+    // The header as bits (req.flags): a hit needs no decoded Message of the query.
+    const flags = req.flags;
     // Only QUERY is cached or answered from the cache (CoreDNS 1.15.0): a NOTIFY goes to the next plugin.
-    if (msg.opcode !== Opcode.QUERY) return nextOrFailure(this.name, this.next, req, w);
+    if (((flags >> 11) & 0xf) !== Opcode.QUERY) return nextOrFailure(this.name, this.next, req, w);
     const qname = req.name;
     const zone = zonesMatches(this.o.zones, qname);
     if (zone === '') return nextOrFailure(this.name, this.next, req, w);
 
     const doBit = req.do;
-    const cd = msg.cd;
-    const ad = msg.ad;
+    const cd = (flags & 0x10) !== 0;
+    const ad = (flags & 0x20) !== 0;
     // DO and CD, type and class as three UTF-16 code units before the name: no number-to-text conversion per query.
     const key = String.fromCharCode((doBit ? 2 : 0) | (cd ? 1 : 0), req.qtype, req.qclass) + qname;
     const m = this.metrics(req.server);
@@ -497,24 +498,24 @@ export class Cache implements Handler {
 
   /** Build the reply for `req` from the stored bytes. */
   writeHit(req: Request, w: ResponseWriter, item: Item, ttl: number, doBit: boolean, ad: boolean, replayEde = true): void {
-    if (replayEde && item.extendedErrors !== undefined && req.msg.edns !== undefined) {
+    if (replayEde && item.extendedErrors !== undefined && req.edns !== undefined) {
       for (const e of item.extendedErrors) req.addExtendedError(e);
     }
     const out = item.copyWire();
-    const msg = req.msg;
-    const id = msg.id;
+    const id = req.id;
     out[0] = id >> 8;
     out[1] = id & 0xff;
-    const opcode = msg.opcode;
-    out[2] = 0x80 | (opcode << 3) | (item.aa ? 0x04 : 0) | (opcode === Opcode.QUERY && msg.rd ? 0x01 : 0);
-    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === Opcode.QUERY && msg.cd ? 0x10 : 0) | item.rcode;
+    const flags = req.flags;
+    const opcode = (flags >> 11) & 0xf;
+    out[2] = 0x80 | (opcode << 3) | (item.aa ? 0x04 : 0) | (opcode === Opcode.QUERY && (flags & 0x100) !== 0 ? 0x01 : 0);
+    out[3] = (item.ra ? 0x80 : 0) | (item.ad && (doBit || ad) ? 0x20 : 0) | (opcode === Opcode.QUERY && (flags & 0x10) !== 0 ? 0x10 : 0) | item.rcode;
     // The client's question bytes (req.wire) stand in the reply when they equal the stored ones;
     // a plugin before us that rewrote the question makes them differ, which the rebuild handles.
     if (req.questionEnd !== item.qEnd || !sameBytes(req.wire, out, 12, item.qEnd)) {
       // The question differs from the stored one (letter case, or rewritten by an earlier plugin):
       // the records keep their stored names, so rebuild through the codec (CoreDNS toMsg).
       const m = decodeMessage(out);
-      m.question = [{ ...msg.question[0]! }];
+      m.question = [{ ...req.msg.question[0]! }];
       for (const sec of [m.answer, m.authority, m.additional]) for (const rr of sec) rr.ttl = ttl;
       w.writeMsg(m);
       return;

@@ -7,6 +7,8 @@ import { parse, plugin, type HostsOptions } from './setup.ts';
 import { Fall } from '../pkg/fall.ts';
 import { parseHosts, parseHostIP } from './hostsfile.ts';
 import { hostsMetrics } from './metrics.ts';
+import { replyTo } from '../../wire/message.ts';
+import { encodeMessage } from '../../wire/encode.ts';
 import { CaptureWriter, StubHandler, captureLog, makeRequest, parseTable, runSetup } from '../pkg/testing.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'nodens-hosts-'));
@@ -170,6 +172,28 @@ test('hosts answers A, AAAA and PTR; AA set; owner is the lower-cased qname', as
   const before = w.msgs.length;
   assert.equal(h.serveDNS(makeRequest('nope.example.org.'), w), 2);
   assert.equal(w.msgs.length, before);
+});
+
+test('hosts: an A/AAAA answer written as bytes is what encoding the reply Message gives', async () => {
+  const { h } = await hostsChain('. {\n hosts {\n  10.0.0.1 foo.example.org\n  10.0.0.2 foo.example.org\n  2001:db8::1 foo.example.org\n' +
+    '  192.0.2.7 a\\.b.example\n  192.0.2.8 \\200x.example\n  ttl 77\n }\n}');
+  const cases: Array<[string, { type?: number; rd?: boolean; cd?: boolean; opcode?: number; id?: number }]> = [
+    ['FoO.Example.ORG.', { rd: true, cd: true, id: 1 }],
+    ['foo.example.org.', { type: 28, rd: false, id: 65535 }],
+    ['A\\.B.example.', { cd: true }],
+    ['\\200X.example.', {}],
+    ['foo.example.org.', { opcode: 4, rd: true, cd: true }],
+  ];
+  for (const [name, o] of cases) {
+    const req = makeRequest(name, o);
+    let bytes: Uint8Array | undefined;
+    assert.equal(h.serveDNS(req, { writeMsg() { assert.fail('the Message path was taken for ' + name); }, writeWire(b) { bytes = b; } }), 0);
+    const want = replyTo(req.msg);
+    want.aa = true;
+    const ips = o.type === 28 ? ['2001:db8::1'] : name.startsWith('A') ? ['192.0.2.7'] : name.startsWith('\\') ? ['192.0.2.8'] : ['10.0.0.1', '10.0.0.2'];
+    want.answer = ips.map((address) => ({ name: req.name, type: o.type ?? 1, class: 1, ttl: 77, data: { address } }));
+    assert.deepEqual(bytes, encodeMessage(want), name);
+  }
 });
 
 test('hosts: outside zones and PTR misses go to the next plugin; fallthrough', async () => {

@@ -5,6 +5,7 @@ import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../pl
 import type { Request } from '../../core/request.ts';
 import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
+import { parseIPv4, parseIPv6Into } from '../../wire/ip.ts';
 import { reverseToAddress } from '../../wire/name.ts';
 import { goQuote } from '../../corefile/address.ts';
 import { nextOrFailure } from '../pkg/next.ts';
@@ -143,6 +144,13 @@ export class Hosts implements Handler {
       case RRType.A:
       case RRType.AAAA: {
         const ips = qtype === RRType.A ? this.file.lookupV4(qname) : this.file.lookupV6(qname);
+        if (ips.length > 0 && req.hasWire) {
+          const out = answerWire(req, qtype, ips, ttl);
+          if (out !== undefined) {
+            w.writeWire(out);
+            return 0;
+          }
+        }
         answer = new Array<ResourceRecord>(ips.length);
         for (let i = 0; i < ips.length; i++) {
           answer[i] = { name: qname, type: qtype, class: RRClass.IN, ttl, data: { address: ips[i] } };
@@ -165,4 +173,62 @@ export class Hosts implements Handler {
     w.writeMsg(reply);
     return 0;
   }
+}
+
+/**
+ * The reply to an A or AAAA question with `ips` in wire form, built from the query's bytes: what
+ * `replyTo` + the answer records + the server's encoder would produce, without building a Message or
+ * running the encoder. A reply that fits the client goes out uncompressed (Scrub), so it is the header,
+ * the question as received and each record with the lower-cased question name as owner (what
+ * encoding `req.name` writes). The writer adds the OPT and, when the reply is too large for the client,
+ * decodes and truncates it. Undefined when the question uses a compression pointer or an address does
+ * not parse: the caller builds the Message instead. Only for a request whose bytes are at hand
+ * (`req.hasWire`): encoding a derived query to copy its question would cost more than it saves.
+ */
+function answerWire(req: Request, qtype: number, ips: readonly string[], ttl: number): Buffer | undefined {
+  const q = req.wire;
+  const qEnd = req.questionEnd;
+  if (qEnd < 0 || qEnd > q.length) return undefined;
+  const nameLen = qEnd - 4 - 12;
+  // The name's labels end exactly at its root byte: no pointer (a pointer's target would have to be copied).
+  let p = 12;
+  while (p < 12 + nameLen - 1) {
+    const l = q[p]!;
+    if ((l & 0xc0) !== 0) return undefined;
+    p += l + 1;
+  }
+  if (p !== 12 + nameLen - 1 || q[p] !== 0) return undefined;
+  const rdlen = qtype === RRType.A ? 4 : 16;
+  const rrLen = nameLen + 10 + rdlen;
+  const out = Buffer.allocUnsafe(qEnd + ips.length * rrLen);
+  // Header: miekg's SetReply (ID and opcode; RD and CD for QUERY) with AA; one question, the answers.
+  const opcode = (q[2]! >> 3) & 0x0f;
+  out[0] = q[0]!;
+  out[1] = q[1]!;
+  out[2] = 0x80 | (opcode << 3) | 0x04 | (opcode === 0 ? q[2]! & 0x01 : 0);
+  out[3] = opcode === 0 ? q[3]! & 0x10 : 0;
+  out[4] = 0; out[5] = 1;
+  out[6] = ips.length >> 8; out[7] = ips.length & 0xff;
+  out[8] = 0; out[9] = 0; out[10] = 0; out[11] = 0;
+  out.set(q.subarray(12, qEnd), 12);
+  let o = qEnd;
+  for (let i = 0; i < ips.length; i++) {
+    // Owner: the question name lower-cased (ASCII letters only, as asciiLower on the presentation form).
+    for (let k = 12; k < 12 + nameLen; k++) {
+      const c = q[k]!;
+      out[o++] = c >= 65 && c <= 90 ? c | 0x20 : c;
+    }
+    out[o++] = qtype >> 8; out[o++] = qtype & 0xff;
+    out[o++] = 0; out[o++] = RRClass.IN;
+    out.writeUInt32BE(ttl >>> 0, o);
+    o += 4;
+    out[o++] = 0; out[o++] = rdlen;
+    if (qtype === RRType.A) {
+      const v = parseIPv4(ips[i]!);
+      if (v < 0) return undefined;
+      out.writeUInt32BE(v >>> 0, o);
+    } else if (!parseIPv6Into(ips[i]!, out, o)) return undefined;
+    o += rdlen;
+  }
+  return out;
 }

@@ -54,6 +54,21 @@ test('wire round_robin keeps the record set and moves only safe records', () => 
   assert.ok(seen.size > 1);
 });
 
+test('wire round_robin with at most one record per section: the bytes themselves, or undefined when the framing is broken', () => {
+  const r = replyTo(newQuery('www.example.', 1));
+  r.answer = [a('www.example.', '10.0.0.1')];
+  r.authority = [{ name: 'example.', type: 2, class: 1, ttl: 60, data: { target: 'ns.example.' } }];
+  r.additional = [a('ns.example.', '10.0.0.53')];
+  const wire = encodeMessage(r, { compress: true });
+  assert.equal(roundRobinWire(wire), wire);
+  // Cut short at a few places (the last record, an earlier one, the question): undefined, as the full walk gives.
+  for (const cut of [wire.length - 1, wire.length - 20, 14]) assert.equal(roundRobinWire(wire.subarray(0, cut)), undefined, String(cut));
+  // A section of two records still goes through the reordering walk.
+  r.answer.push(a('www.example.', '10.0.0.2'));
+  const two = encodeMessage(r, { compress: true });
+  assert.deepEqual(decodeMessage(roundRobinWire(two)!).additional, decodeMessage(two).additional);
+});
+
 test('prefer CIDR moves matching addresses first, in CIDR order', () => {
   const out = reorderPreferred([a('x.', '10.0.0.1'), a('x.', '192.168.1.1'), mx('x.', 1, 'm.'), a('x.', '172.16.0.1'), cname('x.', 'y.')],
     [parseCidr('172.16.0.0/12')!, parseCidr('192.168.0.0/16')!]);

@@ -92,6 +92,9 @@ interface WireRR { start: number; end: number; type: number }
  */
 export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
   if (b.length < 12) return undefined;
+  // No section with two records (a single-address answer, the usual cluster reply): nothing can move, so the
+  // walk only checks the framing, without the arrays and record objects of a reordering.
+  if (b[6] === 0 && b[7]! < 2 && b[8] === 0 && b[9]! < 2 && b[10] === 0 && b[11]! < 2) return walkable(b) ? b : undefined;
   const counts = [(b[6]! << 8) | b[7]!, (b[8]! << 8) | b[9]!, (b[10]! << 8) | b[11]!];
   const qd = (b[4]! << 8) | b[5]!;
   const targets: number[] = [];
@@ -156,4 +159,43 @@ export function roundRobinWire(b: Uint8Array): Uint8Array | undefined {
     }
   }
   return out ?? b;
+}
+
+/** The walk of roundRobinWire succeeds on `b` (every name and record in bounds), for a message with at most one record per section. */
+function walkable(b: Uint8Array): boolean {
+  const qd = (b[4]! << 8) | b[5]!;
+  let p = 12;
+  for (let i = 0; i < qd; i++) {
+    p = skipName(b, p);
+    if (p < 0) return false;
+    p += 4;
+  }
+  const records = b[7]! + b[9]! + b[11]!;
+  for (let i = 0; i < records; i++) {
+    p = skipName(b, p);
+    if (p < 0 || p + 10 > b.length) return false;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const rdStart = p + 10;
+    const end = rdStart + ((b[p + 8]! << 8) | b[p + 9]!);
+    if (end > b.length) return false;
+    switch (type) {
+      case RRType.NS: case RRType.CNAME: case RRType.PTR:
+        if (skipName(b, rdStart) < 0) return false;
+        break;
+      case RRType.MX:
+        if (skipName(b, rdStart + 2) < 0) return false;
+        break;
+      case RRType.SRV:
+        if (skipName(b, rdStart + 6) < 0) return false;
+        break;
+      case RRType.SOA: {
+        const q = skipName(b, rdStart);
+        if (q < 0 || skipName(b, q) < 0) return false;
+        break;
+      }
+      default:
+    }
+    p = end;
+  }
+  return true;
 }

@@ -173,9 +173,9 @@ export class LoopGuard implements Handler, Readiness {
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {
     const name = req.name;
-    const msg = req.msg;
     if (this.identity.isProbe(name)) return this.answerProbe(req, w);
-    const edns = msg.edns;
+    // req.edns, not req.msg.edns: a query the server only scanned is not decoded for this.
+    const edns = req.edns;
     let trace: HopTrace | undefined;
     if (edns !== undefined && edns.options.length > 0) {
       const opt = edns.options.find((o) => o.code === HOP_TRACE_OPTION);
@@ -197,7 +197,7 @@ export class LoopGuard implements Handler, Readiness {
     const writer = new GuardWriter(this, req, w, edns === undefined && this.opts.trace);
     // With the trace on, the rest of the chain (forward) sees a derived query carrying the hop-trace option;
     // the client's writer and the plugins before this one keep the query as received.
-    const onward = this.opts.trace ? req.derive({ msg: this.tagged(req, msg, trace) }) : req;
+    const onward = this.opts.trace ? req.derive({ msg: this.tagged(req, req.msg, trace) }) : req;
     let r: HandlerResult;
     try {
       r = nextOrFailure(this.name, this.next, onward, writer);
