@@ -125,7 +125,6 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
     const ringHolders = (): string => [['S', S, '127\\.0\\.0\\.12'], ['B', B, '127\\.0\\.0\\.11']]
       .filter(([, p, up]) => (p as typeof S).out.some((l) => new RegExp(`Loop detected for zone "ring\\.test\\." through upstream ${up as string}:53`).test(l)))
       .map(([n]) => n as string).join('+') || 'none';
-    const heldAtStart = ringHolders();
     await answering(ns, '127.0.0.11', 'h1.healthy.test');
 
     const rows: Array<Array<string | number>> = [];
@@ -138,6 +137,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
     };
     const serverCpu = (): number => cpuOf(S.proc.pid) + cpuOf(B.proc.pid);
     const rates = opts.max ? [opts.healthyQps, 0] : [opts.healthyQps];
+    let heldAtStart = '';
     for (const rate of rates) {
       const label = rate > 0 ? `${rate} q/s offered` : 'flat out';
       // Warm-up (JIT, zone lookups) so that "alone" is not measured on a cold server.
@@ -151,6 +151,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
       let stormSent = 0;
       let loopPackets = 0;
       const before = counters(ns).loops!;
+      heldAtStart = ringHolders();
       for (let r = 0; r < opts.rounds; r++) {
         const a0 = serverCpu();
         const ta = Date.now();
