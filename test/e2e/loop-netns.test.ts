@@ -133,6 +133,29 @@ test('ring of two where the partner holds the quarantine: the first server learn
   }
 });
 
+test('a server in front of a ring it is not part of is never told it loops', { timeout: 60_000 }, async () => {
+  requireTools();
+  const ns = new Netns('ringf');
+  try {
+    const block = (bind: string, to: string): string => `ring.test:53 {\n    bind ${bind}\n    loop {\n        recheck 1s\n    }\n    forward . ${to}:53\n}\n`;
+    // B and C forward ring.test to each other; S forwards it to B and is outside the ring.
+    const B = ns.nodens(block('127.0.0.12', '127.0.0.13'), 'CB');
+    const C = ns.nodens(block('127.0.0.13', '127.0.0.12'), 'CC');
+    await detected([B, C], 10_000);
+    const S = ns.nodens(block('127.0.0.11', '127.0.0.12'), 'CS');
+    await S.waitFor(/^CoreDNS-/);
+    for (let i = 0; i < 10; i++) {
+      const r = digIn(ns, '127.0.0.11', `f${i}.ring.test`);
+      assert.equal(r.status, 'SERVFAIL', r.out);
+      assert.match(r.ede, /^22 .*forwarding loop/);
+    }
+    await new Promise((res) => setTimeout(res, 2500)); // rechecks and S's own probes
+    assert.ok(!S.out.some((l) => /Loop detected|is gone/.test(l)), S.out.join('\n'));
+  } finally {
+    await ns.close();
+  }
+});
+
 test('ring of three nodens created after start: detected', { timeout: 60_000 }, async () => {
   requireTools();
   const ns = new Netns('ring3');
