@@ -16,6 +16,7 @@
 //   storm from 127.0.0.100, healthy load from 127.0.0.101
 //
 // usage: node test/drills/loop-storm.ts [--storm-qps N] [--healthy-qps N] [--seconds S (2)] [--rounds N (4)] [--max] [--only loop|ring]
+//        [--quarantine S|B] (which server's start-up probe finds the ring, so holds its quarantine; default: a race)
 // Exit status 1 when the healthy zone keeps less than 90% of what it answered alone (medians), a
 // looping query costs more than 3 packets on the loops, or dnsperf could not send half the storm.
 
@@ -66,7 +67,7 @@ function counters(ns: Netns): Record<string, number> {
 
 export interface StormResult { rows: Array<Array<string | number>>; failures: string[] }
 
-export async function loopStormDrill(opts: { stormQps: number; healthyQps: number; seconds: number; rounds: number; max: boolean; only: string }): Promise<StormResult> {
+export async function loopStormDrill(opts: { stormQps: number; healthyQps: number; seconds: number; rounds: number; max: boolean; only: string; quarantine?: '' | 'S' | 'B' }): Promise<StormResult> {
   requireTools('ip', 'nft', 'dnsperf', 'dig');
   const ns = new Netns('storm');
   try {
@@ -91,12 +92,39 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
       ns.file(`storm${r}.txt`, Array.from({ length: total }, (_, i) => `s${r}-${i}.${opts.only !== '' ? opts.only : i % 2 === 0 ? 'loop' : 'ring'}.test A`).join('\n') + '\n');
     }
 
-    const S = ns.nodens(`loop.test:53 {\n    bind 127.0.0.11\n    loop {\n    }\n    forward . 127.0.0.11:53\n}\n`
+    const coreS = `loop.test:53 {\n    bind 127.0.0.11\n    loop {\n    }\n    forward . 127.0.0.11:53\n}\n`
       + `ring.test:53 {\n    bind 127.0.0.11\n    loop {\n    }\n    forward . 127.0.0.12:53\n}\n`
-      + `healthy.test:53 {\n    bind 127.0.0.11\n    file ${ns.dir}/db.healthy\n}\n`, 'Corefile.S');
-    const B = ns.nodens(`ring.test:53 {\n    bind 127.0.0.12\n    loop {\n    }\n    forward . 127.0.0.11:53\n}\n`, 'Corefile.B');
+      + `healthy.test:53 {\n    bind 127.0.0.11\n    file ${ns.dir}/db.healthy\n}\n`;
+    const coreB = `ring.test:53 {\n    bind 127.0.0.12\n    loop {\n    }\n    forward . 127.0.0.11:53\n}\n`;
+    // Who quarantines the ring depends on which start-up probe makes the lap first. --quarantine S|B
+    // decides it: the other server starts first, its probe finds nobody, and the later one's probe goes
+    // round the ring and back to it. Without the option both start at once (the race).
+    const quarantine = opts.quarantine ?? '';
+    const first = quarantine === 'B' ? 'S' : 'B';
+    const startS = (): ReturnType<Netns['nodens']> => ns.nodens(coreS, 'Corefile.S');
+    const startB = (): ReturnType<Netns['nodens']> => ns.nodens(coreB, 'Corefile.B');
+    let S, B;
+    if (quarantine === '') {
+      S = startS();
+      B = startB();
+    } else if (first === 'S') {
+      S = startS();
+      await S.waitFor(/^CoreDNS-/);
+      B = startB();
+    } else {
+      B = startB();
+      await B.waitFor(/^CoreDNS-/);
+      S = startS();
+    }
     await S.waitFor(/^CoreDNS-/);
     await B.waitFor(/^CoreDNS-/);
+    if (quarantine !== '') {
+      const holder = quarantine === 'B' ? B : S;
+      await holder.waitFor(new RegExp(`Loop detected for zone "ring\\.test\\." through upstream 127\\.0\\.0\\.1${quarantine === 'B' ? '1' : '2'}:53`), 10_000);
+    }
+    const ringHolders = (): string => [['S', S, '127\\.0\\.0\\.12'], ['B', B, '127\\.0\\.0\\.11']]
+      .filter(([, p, up]) => (p as typeof S).out.some((l) => new RegExp(`Loop detected for zone "ring\\.test\\." through upstream ${up as string}:53`).test(l)))
+      .map(([n]) => n as string).join('+') || 'none';
     await answering(ns, '127.0.0.11', 'h1.healthy.test');
 
     const rows: Array<Array<string | number>> = [];
@@ -109,6 +137,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
     };
     const serverCpu = (): number => cpuOf(S.proc.pid) + cpuOf(B.proc.pid);
     const rates = opts.max ? [opts.healthyQps, 0] : [opts.healthyQps];
+    let heldAtStart = '';
     for (const rate of rates) {
       const label = rate > 0 ? `${rate} q/s offered` : 'flat out';
       // Warm-up (JIT, zone lookups) so that "alone" is not measured on a cold server.
@@ -122,6 +151,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
       let stormSent = 0;
       let loopPackets = 0;
       const before = counters(ns).loops!;
+      heldAtStart = ringHolders();
       for (let r = 0; r < opts.rounds; r++) {
         const a0 = serverCpu();
         const ta = Date.now();
@@ -159,7 +189,7 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
       if (!(perQuery <= 3)) failures.push(`a looping query cost ${perQuery.toFixed(2)} packets on the loops (${label})`);
     }
     const detections = [...S.out, ...B.out].filter((l) => /Loop detected|forwarding loop/i.test(l)).length;
-    rows.push([`(loop detections logged: ${detections})`, '', '', '', '', '', '', '', '', '', '', '', '', '']);
+    rows.push([`(loop detections logged: ${detections}; ring quarantined by ${heldAtStart} before the storm, ${ringHolders()} after)`, '', '', '', '', '', '', '', '', '', '', '', '', '']);
     return { rows, failures };
   } finally {
     await ns.close();
@@ -168,7 +198,9 @@ export async function loopStormDrill(opts: { stormQps: number; healthyQps: numbe
 
 if (import.meta.main) {
   const opts = { stormQps: arg('storm-qps', 10000), healthyQps: arg('healthy-qps', 5000), seconds: arg('seconds', 2), rounds: arg('rounds', 4), max: process.argv.includes('--max'),
-    only: process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '' };
+    only: process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1]! : '',
+    quarantine: (process.argv.includes('--quarantine') ? process.argv[process.argv.indexOf('--quarantine') + 1]! : '') as '' | 'S' | 'B' };
+  if (!['', 'S', 'B'].includes(opts.quarantine)) throw new Error('--quarantine takes S or B');
   const t0 = Date.now();
   const r = await loopStormDrill(opts);
   process.stdout.write(`loop-storm drill: ${opts.stormQps} looping q/s (${opts.only === '' ? 'self-loop and ring of two' : opts.only === 'loop' ? 'self-loop only' : 'ring of two only'}, new name each) in ${opts.rounds} windows of ${opts.seconds} s, each after a window of the healthy load alone (${machine()}, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')})\n`);

@@ -81,6 +81,81 @@ test('ring of two nodens created after start (resolv.conf rewrite): detected, co
   }
 });
 
+test('ring of two where the partner holds the quarantine: the first server learns it from the reply and stops forwarding', { timeout: 60_000 }, async () => {
+  requireTools('nft');
+  const ns = new Netns('ringq');
+  try {
+    // Every DNS packet to B (127.0.0.12:53): only S sends there (forwarded queries and S's probes).
+    const nft = (...a: string[]): void => { const r = ns.exec('nft', a); assert.equal(r.status, 0, `nft ${a.join(' ')}: ${r.stdout}`); };
+    nft('add', 'table', 'ip', 't');
+    nft('add', 'counter', 'ip', 't', 'toB');
+    nft('add', 'chain', 'ip', 't', 'out', '{ type filter hook output priority 0; }');
+    nft('add', 'rule', 'ip', 't', 'out', 'ip', 'daddr', '127.0.0.12', 'udp', 'dport', '53', 'counter', 'name', 'toB');
+    const toB = (): number => {
+      const j = JSON.parse(ns.exec('nft', ['-j', 'list', 'counter', 'ip', 't', 'toB']).stdout) as { nftables: Array<{ counter?: { packets: number } }> };
+      return j.nftables.find((e) => e.counter !== undefined)!.counter!.packets;
+    };
+    const ring = (bind: string, to: string): string => `ring.test:53 {\n    bind ${bind}\n    loop {\n        recheck 1s\n    }\n    forward . ${to}:53\n}\n`;
+    // S first: its start-up probe to B finds nobody. Then B: its probe goes through S and back, so B
+    // (not S) quarantines the ring; S keeps B in rotation.
+    const S = ns.nodens(ring('127.0.0.11', '127.0.0.12'), 'CS');
+    await S.waitFor(/^CoreDNS-/);
+    const B = ns.nodens(ring('127.0.0.12', '127.0.0.11'), 'CB');
+    const d = await B.waitFor(/plugin\/loop: Loop detected .*through upstream 127\.0\.0\.11:53/, 10_000);
+    assert.match(d, /probe \(start\)/);
+    assert.ok(!S.out.some((l) => /Loop detected/.test(l)), S.out.join('\n'));
+
+    const n = 100;
+    const qf = ns.file('ring.txt', Array.from({ length: n }, (_, i) => `@127.0.0.11 r${i}.ring.test A`).join('\n') + '\n');
+    const c0 = toB();
+    const r = ns.exec('dig', ['+tries=1', '+time=3', '-f', qf], 60_000);
+    const sent = toB() - c0;
+    const statuses = [...r.stdout.matchAll(/status: (\w+)/g)].map((m) => m[1]);
+    assert.equal(statuses.length, n, r.stdout);
+    assert.ok(statuses.every((x) => x === 'SERVFAIL'), r.stdout);
+    assert.match(/; EDE: (.*)/.exec(r.stdout)?.[1] ?? '', /^22 .*forwarding loop/);
+    // The first looping query goes to B; B answers it in S's name, S quarantines B and answers the rest
+    // itself. A recheck probe may add a packet or two (recheck 1s); without the fix S sent all n.
+    assert.ok(sent <= 4, `S sent ${sent} packets to B for ${n} looping queries`);
+    const s = await S.waitFor(/plugin\/loop: Loop detected .*through upstream 127\.0\.0\.12:53/, 1000);
+    assert.match(s, /came back carrying this server's hop nonce; path 127\.0\.0\.11:53 -> 127\.0\.0\.12:53 -> 127\.0\.0\.11:53/);
+    // Both ends now hold the quarantine; their recheck probes are answered in the prober's name by the
+    // other end, so neither lifts it while the ring stands.
+    await new Promise((res) => setTimeout(res, 3500));
+    for (const p of [S, B]) assert.ok(!p.out.some((l) => /is gone/.test(l)), p.out.join('\n'));
+    assert.equal(S.out.filter((l) => /Loop detected/.test(l)).length, 1, S.out.join('\n'));
+    const c1 = toB();
+    assert.equal(digIn(ns, '127.0.0.11', 'again.ring.test').status, 'SERVFAIL');
+    assert.ok(toB() - c1 <= 2, 'S forwarded again after the rechecks');
+    process.stdout.write(`# ring, quarantine at B: S sent ${sent} packets to B for ${n} looping queries\n`);
+  } finally {
+    await ns.close();
+  }
+});
+
+test('a server in front of a ring it is not part of is never told it loops', { timeout: 60_000 }, async () => {
+  requireTools();
+  const ns = new Netns('ringf');
+  try {
+    const block = (bind: string, to: string): string => `ring.test:53 {\n    bind ${bind}\n    loop {\n        recheck 1s\n    }\n    forward . ${to}:53\n}\n`;
+    // B and C forward ring.test to each other; S forwards it to B and is outside the ring.
+    const B = ns.nodens(block('127.0.0.12', '127.0.0.13'), 'CB');
+    const C = ns.nodens(block('127.0.0.13', '127.0.0.12'), 'CC');
+    await detected([B, C], 10_000);
+    const S = ns.nodens(block('127.0.0.11', '127.0.0.12'), 'CS');
+    await S.waitFor(/^CoreDNS-/);
+    for (let i = 0; i < 10; i++) {
+      const r = digIn(ns, '127.0.0.11', `f${i}.ring.test`);
+      assert.equal(r.status, 'SERVFAIL', r.out);
+      assert.match(r.ede, /^22 .*forwarding loop/);
+    }
+    await new Promise((res) => setTimeout(res, 2500)); // rechecks and S's own probes
+    assert.ok(!S.out.some((l) => /Loop detected|is gone/.test(l)), S.out.join('\n'));
+  } finally {
+    await ns.close();
+  }
+});
+
 test('ring of three nodens created after start: detected', { timeout: 60_000 }, async () => {
   requireTools();
   const ns = new Netns('ring3');

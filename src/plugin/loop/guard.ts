@@ -29,7 +29,7 @@ import { nameMatches } from '../pkg/zones.ts';
 import { loopMetrics, type LoopMetrics } from './metrics.ts';
 import {
   BlockIdentity, HOP_TRACE_OPTION, LOOP_EDE_CODE, MAX_LISTED_HOPS, PROBE_MARKER,
-  canonicalIp, classifyAddress, decodeTrace, edeOption, encodeTrace, formatPath, isLocalAddress,
+  canonicalIp, classifyAddress, decodeTrace, edeOption, encodeTrace, formatPath, hostPort, isLocalAddress,
   localAddresses, originText, remedyFor, splitAddr, type Hop, type HopTrace, type OriginLike,
 } from '../pkg/loopguard.ts';
 import { UPSTREAM_USED, isUpstreamControl, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
@@ -191,7 +191,7 @@ export class LoopGuard implements Handler, Readiness {
     if (fwd === undefined) return nextOrFailure(this.name, this.next, req, w);
     const key = name + '|' + req.qtype + '|' + req.qclass;
     if (this.inflight.has(key)) this.trigger(req, fwd);
-    if (this.quarantines.size > 0 && this.allQuarantined(fwd)) return this.refuseQuarantined(req, w, fwd);
+    if (this.quarantines.size > 0 && this.allQuarantined(fwd)) return this.refuseQuarantined(req, w, fwd, trace);
 
     this.inflight.set(key, (this.inflight.get(key) ?? 0) + 1);
     const writer = new GuardWriter(this, req, w, edns === undefined && this.opts.trace);
@@ -283,9 +283,43 @@ export class LoopGuard implements Handler, Readiness {
     return this.failWith(req, w, `nodens: too many forwarding hops (${trace.hops}): ${path}`);
   }
 
-  private refuseQuarantined(req: Request, w: ResponseWriter, fwd: UpstreamControl): number {
+  private refuseQuarantined(req: Request, w: ResponseWriter, fwd: UpstreamControl, trace: HopTrace | undefined): number {
+    if (trace !== undefined) {
+      const at = this.senderInLoop(trace, fwd);
+      if (at >= 0) return this.cameBackFor(req, w, trace, at);
+    }
     const ups = fwd.upstreams().map((u) => u.addr).join(', ');
     return this.failWith(req, w, `nodens: forwarding loop: every upstream for ${fwd.upstreamZone} (${ups}) loops back to this server and is quarantined`);
+  }
+
+  /**
+   * The index of the latest hop of `trace` that is the address of an upstream this block quarantined, or -1.
+   * Such a hop is a nodens block that sent us this query while the place we would send it on is that block
+   * itself: forwarding it would close the loop there.
+   * Addresses must match exactly (a wildcard listener leaves its hop's address empty and never matches, so a
+   * block elsewhere is never blamed for a loop it is not part of).
+   */
+  private senderInLoop(trace: HopTrace, fwd: UpstreamControl): number {
+    for (let i = trace.path.length - 1; i >= 0; i--) {
+      const h = trace.path[i]!;
+      if (h.addr === '' || this.identity.hasNonce(h.nonce)) continue;
+      const q = this.quarantines.get(hostPort(canonicalIp(h.addr), h.port));
+      if (q !== undefined && q.fwd === fwd) return i;
+    }
+    return -1;
+  }
+
+  /**
+   * A query from a block that is our quarantined upstream: answer what that block itself would answer had we
+   * forwarded it back (SERVFAIL with EDE in its own name, see cameBack), so that its guard learns of the loop
+   * from this reply and contains it at its end, instead of sending us every looping query (issue 16).
+   * The same answer reaches that block's probes, which then keep its quarantine of us on recheck.
+   */
+  private cameBackFor(req: Request, w: ResponseWriter, trace: HopTrace, at: number): number {
+    const sender = trace.path[at]!;
+    const path = formatPath([...trace.path.slice(at), this.hereHop(req), sender]);
+    const here = this.hereHop(req);
+    return this.failWith(req, w, `nodens[${Buffer.from(sender.nonce).toString('hex')}] forwarding loop: ${path}; from ${hostPort(here.addr, here.port)}`);
   }
 
   /** A reply from forward carried our own loop EDE: the upstream used is part of a loop. */
@@ -414,9 +448,19 @@ export class LoopGuard implements Handler, Readiness {
       if (marker !== undefined) {
         const os = Buffer.from((marker.data as { os: Uint8Array }).os).toString();
         this.probeLooped(p, os.replace(/^\S+ /, ''), '');
-      } else {
-        this.probeClear(p);
+        return;
       }
+      // The upstream answered in this block's name (cameBackFor): it holds the loop's quarantine and would
+      // have sent the probe straight back here.
+      if (reply.rcode === Rcode.SERVFAIL) {
+        for (const t of edeTexts(b)) {
+          if (!this.isOwnLoopText(t)) continue;
+          const m = /forwarding loop: (.*); from (\S+)$/.exec(t);
+          this.probeLooped(p, m?.[1] ?? '', m?.[2] ?? '');
+          return;
+        }
+      }
+      this.probeClear(p);
     });
     sock.send(wire, hp.port, hp.host);
   }
