@@ -59,7 +59,7 @@ const result = await build({
   // Whitespace and syntax only: identifiers keep their names (stack traces, class names in messages).
   minifyWhitespace: true,
   minifySyntax: true,
-  legalComments: 'linked',
+  legalComments: 'eof',
   external: ['@kubernetes/client-node', 'mmdb-lib'],
   // CommonJS dependencies (prom-client) call require() for Node's builtins: give the ES module chunks one.
   banner: { js: "import { createRequire as __nodensRequire } from 'node:module'; const require = __nodensRequire(import.meta.url);" },
