@@ -29,6 +29,12 @@ test('npm run build made the bundle: an entry and its chunks, with source maps',
   const importers = js.filter((f) => readFileSync(join(BUNDLE, f), 'utf8').includes('"@kubernetes/client-node"'));
   assert.equal(importers.length, 1, importers.join(' '));
   assert.notEqual(importers[0], 'nodens.js');
+  // Static imports of Node's builtins go through require() (scripts/bundle.ts: an ES module import of node:http
+  // loads undici); only the banner's node:module import is left.
+  for (const f of js) {
+    const text = readFileSync(join(BUNDLE, f), 'utf8');
+    assert.deepEqual([...text.matchAll(/\bfrom\s*["'](node:[^"']+)["']/g)].map((m) => m[1]), ['node:module'], f);
+  }
 });
 
 test('the module URLs rewritten for a chunk name files that exist (tsc\'s dist/ twin of each module)', () => {
