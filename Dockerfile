@@ -36,6 +36,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# The build's scripts: the bundle bin/nodens runs (dist/bundle/), the optional native addons.
+COPY scripts/bundle.ts scripts/build-native.mjs ./scripts/
 # Type declarations and source maps are never loaded at run time (31 MB of
 # @kubernetes/client-node alone); prune leaves empty scope folders behind.
 RUN npm run build \
@@ -71,4 +73,4 @@ EXPOSE 53/udp 53/tcp 9153
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
 # then terminating". The flag is the smaller young generation bin/nodens sets
 # (there is no shell launcher here); NODE_OPTIONS from the pod spec still applies.
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=8", "/nodens/dist/cli/bin.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=8", "/nodens/dist/bundle/nodens.js"]

@@ -3,6 +3,7 @@
 //
 //   node bench/startup-memory.ts [--runs N] [--corefiles quickstart,kubeadm] [--servers nodens,coredns,node]
 //   NODENS_BASE_BIN=<another checkout>/bin/nodens ... --servers nodens,base,coredns   (A/B of two builds)
+//   NODENS_BINS=a=/path/to/bin,b=/other/bin ... --servers a,b,coredns                 (any number of named builds)
 //
 // Each run spawns the server (pinned to core 0), sends a UDP probe every 2 ms until one is answered (start-up time),
 // and the CPU time the process had used by then (less sensitive to other load than the wall-clock time); then
@@ -75,6 +76,10 @@ async function main(): Promise<void> {
   const corefiles = opt('--corefiles', 'quickstart,kubeadm').split(',');
   const servers = opt('--servers', 'nodens,coredns,node').split(',');
   const bins: Record<string, string> = { coredns: referenceBinary(), nodens: nodensBinary() ?? '', base: process.env.NODENS_BASE_BIN ?? '' };
+  for (const kv of (process.env.NODENS_BINS ?? '').split(',').filter((x) => x !== '')) {
+    const eq = kv.indexOf('=');
+    bins[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodens-startup-'));
   const up = await upstream();
   const samples: Sample[] = [];

@@ -7,7 +7,6 @@ import { createRegistry } from '../index.ts';
 import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
-import { runPrimary } from './workers.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat, versionText } from './serve.ts';
 import cluster from 'node:cluster';
@@ -76,6 +75,8 @@ export async function main(argv: string[]): Promise<void> {
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
   if (workers > 1 && cluster.isPrimary) {
+    // The primary's code, loaded only for -workers N.
+    const { runPrimary } = await import('./workers.ts');
     await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
     return;
   }

@@ -5,9 +5,7 @@
 
 import cluster, { type Worker } from 'node:cluster';
 import { writeFileSync, unlinkSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { log } from '../core/log.ts';
-import { LOOP_SECRET_ENV } from '../plugin/pkg/loopguard.ts';
 import { PANIC_EXIT_STATUS } from './panic.ts';
 
 export const READY_MESSAGE = 'nodens:worker-ready';
@@ -28,8 +26,11 @@ export function printsVersionLines(): boolean {
 }
 
 export async function runPrimary(count: number, pidfile: string, versionLines: string | undefined): Promise<void> {
-  // Imported here, not at the top: prom-client is a large import that a single-process server may never need.
+  // Imported here, not at the top: serve.ts imports this module in every server, which never needs these
+  // (prom-client's aggregator; node:crypto costs ~15 ms of start when an ES module imports it).
   await (await import('../plugin/pkg/metrics.ts')).serveAggregatedMetrics();
+  const { randomBytes } = await import('node:crypto');
+  const { LOOP_SECRET_ENV } = await import('../plugin/pkg/loopguard.ts');
   let stopping = false;
   let started = false;
   let pending: NodeJS.Signals | undefined;

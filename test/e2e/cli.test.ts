@@ -214,7 +214,7 @@ describe('command line', () => {
     // and exit status 2. nodens answers that case without an exception (see the minimal README), so
     // whoami is made to throw by a preloaded test helper.
     const p = await startProcess('.:{PORT} {\n  debug\n  whoami\n}\n', {
-      env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}` },
+      env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}`, NODENS_BUNDLE: '0' },
     });
     try {
       assert.equal(status(await dig(p.port, 'www.example.org')), 'NOERROR');

@@ -59,7 +59,7 @@ test('-workers 2 with debug: a worker\'s unrecovered panic stops the whole serve
   // whoami is made to throw for *.panic.test by a preloaded test helper (see cli.test.ts for CoreDNS's own panic).
   const p = await startProcess('.:{PORT} {\n  debug\n  whoami\n}\n', {
     args: ['-workers', '2'],
-    env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}` },
+    env: { NODE_OPTIONS: `--import ${join(ROOT, 'test', 'helpers', 'whoami-throws.ts')}`, NODENS_BUNDLE: '0' },
   });
   try {
     await dig(p.port, 'x.panic.test').catch(() => '');
