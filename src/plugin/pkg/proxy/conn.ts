@@ -7,7 +7,6 @@ import { questionMatches } from '../../../wire/scan.ts';
 import dgram from 'node:dgram';
 import dns from 'node:dns';
 import net from 'node:net';
-import tls from 'node:tls';
 import { UpstreamError, dialFailure, errnoText, hostPort } from './errors.ts';
 
 export type Proto = 'udp' | 'tcp' | 'tcp-tls';
@@ -319,7 +318,8 @@ export class StreamConn extends Conn {
       if (secure) {
         const o = tlsOpts ?? {};
         const raw = source !== undefined ? net.connect({ host, port, localAddress: source }) : undefined;
-        sock = tls.connect({
+        // node:tls is loaded by the first DNS-over-TLS exchange, not with the module (start-up cost, as for DoH).
+        sock = process.getBuiltinModule('node:tls').connect({
           socket: raw, host, port, minVersion: 'TLSv1.2',
           servername: o.servername ?? (net.isIP(host) ? undefined : host),
           ca: o.ca, cert: o.cert, key: o.key,

@@ -2,7 +2,7 @@
 // connection with a fresh random ID, counts health, and runs the health-check
 // loop CoreDNS runs after a failure (plus, optionally, periodic checks).
 
-import https from 'node:https';
+import type https from 'node:https';
 import { randomFillSync } from 'node:crypto';
 import { rcodeToString } from '../../../wire/constants.ts';
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
@@ -183,6 +183,9 @@ export class Proxy {
   }
 
   private doh(out: Buffer): Promise<Buffer> {
+    // node:https is loaded on the first DoH exchange, not with the module: loading it (and the HTTP stack behind
+    // it) costs every Corefile with `forward` start-up time and memory, and only https:// upstreams use it.
+    const https = process.getBuiltinModule('node:https');
     this.agent ??= new https.Agent({
       keepAlive: true, maxSockets: 64, minVersion: 'TLSv1.2', localAddress: this.opts.source,
       ca: this.opts.tls?.ca, cert: this.opts.tls?.cert, key: this.opts.tls?.key,
