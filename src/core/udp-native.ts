@@ -67,6 +67,8 @@ export class NativeUdp implements UdpSocket {
   private readonly onQuery: OnQuery;
   /** Remote address text by the address's bytes: direct-mapped, so a hit allocates nothing. */
   private readonly cacheKeys = new Int32Array(ADDR_CACHE * 4).fill(-1);
+  /** The IPv6 scope (interface index) of each cached address: fe80::1 on two links are two peers. */
+  private readonly cacheScopes = new Int32Array(ADDR_CACHE);
   private readonly cacheText: string[] = new Array<string>(ADDR_CACHE).fill('');
   private readonly cacheWire: string[] = new Array<string>(ADDR_CACHE).fill('');
   /** Send callbacks (a write discipline's), by send slot; counted so the common case skips them. */
@@ -150,9 +152,11 @@ export class NativeUdp implements UdpSocket {
     const m = this.meta;
     const a0 = m[b + F_ADDR]!, a1 = m[b + F_ADDR + 1]!, a2 = m[b + F_ADDR + 2]!, a3 = m[b + F_ADDR + 3]!;
     const h = (Math.imul(a3 ^ a0 ^ (a1 >>> 7) ^ (a2 >>> 13), 0x9e3779b1) >>> 24) & (ADDR_CACHE - 1);
-    const k = this.cacheKeys, c = h * 4;
-    if (k[c] === a0 && k[c + 1] === a1 && k[c + 2] === a2 && k[c + 3] === a3 && this.cacheText[h] !== '') return h;
+    const k = this.cacheKeys, c = h * 4, scope = m[b + F_SCOPE]!;
+    if (k[c] === a0 && k[c + 1] === a1 && k[c + 2] === a2 && k[c + 3] === a3 && this.cacheScopes[h] === scope &&
+      this.cacheText[h] !== '') return h;
     k[c] = a0; k[c + 1] = a1; k[c + 2] = a2; k[c + 3] = a3;
+    this.cacheScopes[h] = scope;
     const bytes = this.metaBytes, o = (b + F_ADDR) * 4;
     let text: string, wire: string;
     if (!this.v6) {
@@ -164,7 +168,6 @@ export class NativeUdp implements UdpSocket {
     } else {
       text = wire = formatIPv6Groups(bytes, o);
     }
-    const scope = m[b + F_SCOPE]!;
     if (scope !== 0) { text += '%' + scope; wire = text; }
     this.cacheText[h] = text;
     this.cacheWire[h] = wire;
