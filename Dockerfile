@@ -28,6 +28,10 @@ RUN apt-get -qq update \
 
 # Compile src/ to dist/, then keep only the runtime dependencies.
 FROM ${NODE_IMAGE} AS build
+ARG DEBIAN_FRONTEND=noninteractive
+# A C compiler for the native addons (batched UDP, forwarding sockets); the image
+# build fails rather than ship the slower pure-Node paths (NODENS_REQUIRE_NATIVE).
+RUN apt-get -qq update && apt-get -qq install --no-install-recommends gcc libc6-dev >/dev/null
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: the only install script is the `node` devDependency's
@@ -38,9 +42,10 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The build's scripts: the bundle bin/nodens runs (dist/bundle/), the optional native addons.
 COPY scripts/bundle.ts scripts/build-native.mjs ./scripts/
+COPY native ./native
 # Type declarations and source maps are never loaded at run time (31 MB of
 # @kubernetes/client-node alone); prune leaves empty scope folders behind.
-RUN npm run build \
+RUN NODENS_REQUIRE_NATIVE=1 npm run build \
     && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
     && rm -f node_modules/.package-lock.json \
     && find node_modules -type f \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' \) -delete \
@@ -57,6 +62,7 @@ RUN apt-get -qq update \
 COPY --from=node /node /usr/local/bin/node
 COPY --from=build /src/node_modules /nodens/node_modules
 COPY --from=build /src/dist /nodens/dist
+COPY --from=build /src/build/native /nodens/build/native
 COPY package.json coredns.version /nodens/
 COPY bin /nodens/bin
 # `nodens` on PATH, for `nodens doctor` in an init container.

@@ -116,6 +116,11 @@ function baseImages(): void {
   const nodeBin = join(repo, 'node_modules/node/bin/node');
   assert.ok(existsSync(nodeBin), `${nodeBin} is missing: run npm ci`);
   cpSync(nodeBin, join(ctx, 'node'));
+  // Node's headers, which the official node images carry in /usr/local/include/node: the image's build compiles
+  // nodens's native addons against node_api.h.
+  const nodeHeaders = join(repo, `node_modules/node/node_modules/node-linux-${process.arch}/include/node`);
+  assert.ok(existsSync(join(nodeHeaders, 'node_api.h')), `${nodeHeaders}/node_api.h is missing: run npm ci`);
+  cpSync(nodeHeaders, join(ctx, 'include'), { recursive: true });
   const npmDir = dirname(dirname(must('readlink', ['-f', must('sh', ['-c', 'command -v npm'], 5000).trim()], 5000).trim()));
   assert.ok(existsSync(join(npmDir, 'package.json')), `npm's package directory not found (${npmDir})`);
   cpSync(npmDir, join(ctx, 'npm'), { recursive: true });
@@ -128,6 +133,7 @@ function baseImages(): void {
     `FROM ${DEBIAN_IMAGE}`,
     'COPY node /usr/local/bin/node',
     'COPY npm /usr/local/lib/node_modules/npm',
+    'COPY include /usr/local/include/node',
     `COPY ca-certificates.crt ${caBundle}`,
     `ENV NODE_EXTRA_CA_CERTS=${caBundle}`,
     'RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && node --version && npm --version',
