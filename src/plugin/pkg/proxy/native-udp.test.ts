@@ -10,7 +10,8 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { Proxy, healthQuery, type ProxyOptions } from './proxy.ts';
 import { UpstreamError } from './errors.ts';
-import { nativeOpenSockets, oneshotAddon } from './native-udp.ts';
+import { nativeIdleSockets, nativeOpenSockets, oneshotAddon } from './native-udp.ts';
+import { readFileSync } from 'node:fs';
 import { newRegistry } from '../metrics.ts';
 import { proxyMetrics } from './metrics.ts';
 
@@ -76,6 +77,79 @@ test('2000 upstream queries leave from ≥ 1900 distinct source ports (with the 
     assert.ok(outside >= 0.45 * ports.length, `ports outside 32768-60999: ${outside}`);
     assert.ok(ports.some((x) => x < 16384) && ports.some((x) => x > 61000), 'both ends of the range');
   }
+});
+
+/** The kernel's ephemeral port range (where it picks a port for a socket not bound by hand). */
+function ephemeralRange(): [number, number] {
+  const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+  return [lo!, hi!];
+}
+
+test('recycled sockets: one query at a time reuses one socket, yet ports stay uniform over 1024-65535 and never follow from the last', async (t) => {
+  const up = await upstream('127.0.0.1');
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  const N = 3200;
+  for (let i = 0; i < N; i++) await p.connect(healthQuery('example.org.', true), 'udp', 512);
+  const ports = up.seen.map((s) => s.port);
+  assert.equal(ports.length, N);
+  // A port learned from one query says nothing of the next: consecutive repeats are chance (expected 0.05 with the
+  // addon, 0.1 with the kernel's range). A recycled socket that kept its port would repeat about 44 % of the time.
+  let repeats = 0;
+  for (let i = 1; i < N; i++) if (ports[i] === ports[i - 1]) repeats++;
+  assert.ok(repeats <= 3, `consecutive repeats: ${repeats}`);
+  const [lo, hi] = ephemeralRange();
+  const inKernel = ports.filter((x) => x >= lo && x <= hi).length;
+  if (!native) {
+    assert.equal(inKernel, N, 'dgram: the kernel picks every port');
+    return;
+  }
+  // χ² over 32 equal bins of 1024-65535 (2016 ports each, 100 expected per bin): 31 degrees of freedom, so above 70
+  // has a chance of about 1e-4. Kernel picks alone (recycled sockets for every query) would leave 18 bins empty.
+  const bins = new Array<number>(32).fill(0);
+  for (const x of ports) bins[Math.floor((x - 1024) / 2016)]!++;
+  const chi2 = bins.reduce((a, b) => a + (b - N / 32) ** 2 / (N / 32), 0);
+  assert.ok(chi2 < 70, `χ² ${chi2.toFixed(1)}, bins ${bins.join(',')}`);
+  // The kernel's share of the draws (44 % with its default range; sd 0.9 %).
+  const share = Math.min(hi, 65535) - Math.max(lo, 1024) + 1;
+  const expected = share / 64512;
+  assert.ok(Math.abs(inKernel / N - expected) < 5 * Math.sqrt(expected * (1 - expected) / N) + 0.001, `in ${lo}-${hi}: ${inKernel} of ${N}`);
+  // Those went out on one recycled socket, idle now; the others on sockets bound by hand and closed.
+  if (expected > 0 && expected < 1) assert.equal(nativeIdleSockets(), 1, 'one socket kept idle for the next query');
+  assert.equal(nativeOpenSockets(), 0);
+});
+
+test('after its query a source port is free again, on a recycled socket as on a closed one (a pooled socket keeps it)', async (t) => {
+  const up = await upstream('127.0.0.1');
+  const fresh = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  const pooled = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options({ reuseUdp: true }));
+  fresh.start();
+  pooled.start();
+  t.after(() => { fresh.stop(); pooled.stop(); up.sock.close(); });
+  const bindable = async (port: number): Promise<boolean> => {
+    const s = dgram.createSocket('udp4');
+    try {
+      await new Promise<void>((resolve, reject) => { s.once('error', reject); s.bind(port, '0.0.0.0', resolve); });
+      return true;
+    } catch {
+      return false;
+    } finally {
+      s.close();
+    }
+  };
+  let free = 0;
+  for (let i = 0; i < 40; i++) {
+    await fresh.connect(healthQuery('example.org.', true), 'udp', 512);
+    if (await bindable(up.seen.at(-1)!.port)) free++;
+  }
+  // Another process may take a port meanwhile, rarely; a socket that kept its port would fail ~44 % (its draws in the
+  // kernel's range) or all of the time.
+  assert.ok(free >= 38, `ports free again: ${free} of 40`);
+  if (native) assert.ok(nativeIdleSockets() >= 1, 'recycled sockets kept (idle, without a port)');
+  // The control: a pooled socket keeps its port between queries.
+  await pooled.connect(healthQuery('example.org.', true), 'udp', 512);
+  assert.equal(await bindable(up.seen.at(-1)!.port), false, 'pooled: the port is still held');
 });
 
 test('only the connected upstream address and port can answer: forgeries from another port or address are dropped', async (t) => {

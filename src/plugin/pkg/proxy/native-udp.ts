@@ -3,7 +3,9 @@
 // sockets come back in one call per readable turn of a single epoll. Everything a client can see (ID and question
 // checks, error texts, timeouts) is Conn's, as for the dgram sockets of conn.ts, which remain the fallback when
 // the addon is not built (or NODENS_NATIVE=0). With reuse_udp_sockets the same connections are pooled by the
-// transport and send again on their open socket.
+// transport and send again on their open socket. Sockets whose port the kernel picked are recycled by the addon
+// (disconnected, so the port goes back, and connected again on a fresh random port); the idle ones are closed when
+// no query went out for a sweep interval, and when a proxy stops.
 
 import { constants } from 'node:os';
 import { loadNative } from '../../../native/index.ts';
@@ -16,8 +18,10 @@ interface OneshotAddon {
   send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array): number;
   resend(fd: number, query: Uint8Array): number;
   close(fd: number): void;
+  trim(): void;
   local(fd: number): string;
   open(): number;
+  idle(): number;
   avoid(port: number): void;
 }
 
@@ -45,6 +49,20 @@ function deliverAll(n: number): void {
   }
 }
 
+/** Queries sent since the last idle check; none: the recycled sockets the addon keeps idle are closed. */
+let sentSinceCheck = 0;
+const IDLE_CHECK_MS = 10_000;
+
+function checkIdle(): void {
+  if (sentSinceCheck === 0) addon?.trim();
+  sentSinceCheck = 0;
+}
+
+/** Closes the addon's idle recycled sockets (a proxy stopping: they are a cache, not state). */
+export function trimNativeSockets(): void {
+  addon?.trim();
+}
+
 /** The addon, set up on first use; undefined when not built, not Linux, or NODENS_NATIVE=0. */
 export function oneshotAddon(): OneshotAddon | undefined {
   if (addon === null) {
@@ -53,15 +71,21 @@ export function oneshotAddon(): OneshotAddon | undefined {
       const [d, m] = a.setup(deliverAll);
       data = Buffer.from(d);
       meta = new Int32Array(m);
+      setInterval(checkIdle, IDLE_CHECK_MS).unref();
     }
     addon = a;
   }
   return addon;
 }
 
-/** Sockets the addon holds open (tests: none left after timeouts). */
+/** Sockets of the addon carrying a query (tests: none left after timeouts). */
 export function nativeOpenSockets(): number {
   return oneshotAddon()?.open() ?? 0;
+}
+
+/** Recycled sockets the addon keeps idle, disconnected, for the next queries (tests). */
+export function nativeIdleSockets(): number {
+  return oneshotAddon()?.idle() ?? 0;
 }
 
 /**
@@ -119,6 +143,7 @@ export class NativeUdpConn extends Conn {
   protected send(query: Uint8Array): void {
     // A pooled connection (reuse_udp_sockets) sends again on its socket; a fresh one opens it.
     const r = this.fd >= 0 ? this.addon.resend(this.fd, query) : this.addon.send(this.target.dst, this.target.src, query);
+    sentSinceCheck++;
     if (r === 0 && this.fd >= 0) return;
     if (r >= 0) {
       this.fd = Math.floor(r / 65536);

@@ -18,7 +18,7 @@
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { UpstreamError } from './errors.ts';
 import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
-import { NativeUdpConn, nativeTarget, oneshotAddon, type NativeTarget } from './native-udp.ts';
+import { NativeUdpConn, nativeTarget, oneshotAddon, trimNativeSockets, type NativeTarget } from './native-udp.ts';
 
 const MIN_DIAL_MS = 1000;
 const MAX_DIAL_MS = 30000;
@@ -85,6 +85,7 @@ export class Transport {
       p.length = 0;
     }
     this.closeSpares();
+    trimNativeSockets();
     if (this.refill !== undefined) clearImmediate(this.refill);
     this.refill = undefined;
   }
