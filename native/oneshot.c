@@ -13,7 +13,8 @@
 //   setup(deliver) -> [ArrayBuffer data, ArrayBuffer meta]   deliver(n) is called with n entries in meta,
 //                     3 int32 each: fd, offset in data, length (or -errno)
 //   sockaddr(ip, port) -> ArrayBuffer | null                 an IP literal packed as a sockaddr (null: not one)
-//   send(dst, src | null, query) -> number                   fd * 65536 + local port, or -(stage * 4096 + errno)
+//   send(dst, src | null, query) -> number                   fd * 65536 + local port (0: the kernel's pick, not
+//                                                            looked up), or -(stage * 4096 + errno)
 //                                                            (stage 1 socket, 2 bind, 3 connect, 4 send)
 //   resend(fd, query) -> number                              send again on an open socket (reuse_udp_sockets
 //                                                            pools them): 0, or -(4 * 4096 + errno)
@@ -62,7 +63,8 @@
 
 // owned[fd]: 0 not ours, 1 carrying a query (JavaScript holds it), 2 idle in a recycle pool.
 enum { FD_FREE = 0, FD_BUSY = 1, FD_IDLE = 2 };
-// recyclable[fd]: the kernel picked its port (no bind by hand), so a disconnect frees the port.
+// recyclable[fd]: the kernel picked its port (no bind by hand), so a disconnect frees the port; 1 + its family's
+// pool index (no getsockname at release).
 
 typedef struct {
   struct sockaddr_storage sa;
@@ -93,6 +95,8 @@ typedef struct {
   uint16_t rnd[512];
   int rnd_at;
   uint8_t avoid[65536 / 8];
+  // Some port to avoid lies in the kernel's range: its picks are then looked up (getsockname) and checked.
+  int avoid_in_range;
   napi_async_cleanup_hook_handle cleanup;
 } state_t;
 
@@ -181,12 +185,9 @@ static void trim(state_t *s) {
 static void release(state_t *s, int fd) {
   if (fd < 0 || fd >= s->owned_cap || s->owned[fd] != FD_BUSY) return;
   if (s->recyclable[fd]) {
-    struct sockaddr_storage local;
-    socklen_t len = sizeof local;
     struct sockaddr unspec = {.sa_family = AF_UNSPEC};
-    int f = -1;
-    if (getsockname(fd, (struct sockaddr *)&local, &len) == 0) f = local.ss_family == AF_INET6 ? 1 : 0;
-    if (f >= 0 && s->idle_n[f] < IDLE_MAX && connect(fd, &unspec, sizeof unspec) == 0) {
+    int f = s->recyclable[fd] - 1;
+    if (s->idle_n[f] < IDLE_MAX && connect(fd, &unspec, sizeof unspec) == 0) {
       drain(fd);
       s->owned[fd] = FD_IDLE;
       s->idle[f][s->idle_n[f]++] = fd;
@@ -425,8 +426,9 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
     if (rc == 0) {
       stage = 3;
       rc = connect(fd, (const struct sockaddr *)&dst->sa, dst->len);
-      // The kernel's pick may be a port to avoid (it does not know the list): give it back and connect again.
-      for (int i = 0; rc == 0 && kernel; i++) {
+      // The kernel's pick may be a port to avoid (it does not know the list): give it back and connect again. When
+      // none lies in its range, the port is not looked up here (0 is returned; local() tells it when needed).
+      for (int i = 0; rc == 0 && kernel && s->avoid_in_range; i++) {
         port = local_port(fd);
         if (port == 0 || !(s->avoid[port >> 3] & (1u << (port & 7))) || i >= PORT_TRIES) break;
         struct sockaddr unspec = {.sa_family = AF_UNSPEC};
@@ -442,7 +444,7 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
           } else {
             struct epoll_event ev = {.events = EPOLLIN, .data = {.fd = fd}};
             if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) == 0 && own(s, fd) == 0) {
-              s->recyclable[fd] = (uint8_t)kernel;
+              s->recyclable[fd] = kernel ? (uint8_t)(f + 1) : 0;
               stage = 0;
             }
           }
@@ -538,8 +540,10 @@ static napi_value js_avoid(napi_env env, napi_callback_info info) {
   state_t *s = state_of(env, info, &argc, argv);
   if (s == NULL) return NULL;
   int32_t port = -1;
-  if (argc >= 1 && napi_get_value_int32(env, argv[0], &port) == napi_ok && port > 0 && port < 65536)
+  if (argc >= 1 && napi_get_value_int32(env, argv[0], &port) == napi_ok && port > 0 && port < 65536) {
     s->avoid[port >> 3] |= (uint8_t)(1u << (port & 7));
+    if (port >= s->eph_lo && port <= s->eph_hi) s->avoid_in_range = 1;
+  }
   return NULL;
 }
 

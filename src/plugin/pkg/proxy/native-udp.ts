@@ -179,8 +179,12 @@ export class NativeUdpConn extends Conn {
     return this.local;
   }
 
-  /** The local port (tests: source-port checks); 0 before the send. */
+  /** The local port (tests: source-port checks); 0 before the send. Looked up only when asked for a kernel pick. */
   localPort(): number {
+    if (this.port === 0 && this.fd >= 0) {
+      const l = this.localAddr();
+      this.port = Number(l.slice(l.lastIndexOf(':') + 1));
+    }
     return this.port;
   }
 
