@@ -5,9 +5,10 @@
 // drops datagrams from any other address), send, and register with one epoll instance. That epoll fd is watched by
 // a single uv_poll in Node's loop: when it is readable, one recv per ready socket puts the replies (or the socket's
 // error, e.g. ECONNREFUSED after an ICMP port unreachable) into memory shared with JavaScript, and one call hands
-// them all over. JavaScript checks ID and question (a reply is taken only when both match) and closes each socket
-// when its query is done, answered or timed out; this file never closes a socket on its own, so a descriptor
-// number seen by JavaScript is never reused behind its back.
+// them all over. JavaScript checks ID and question (a reply is taken only when both match) and hands each socket
+// back (close) when its query is done, answered or timed out; this file never closes or recycles a socket that
+// JavaScript holds, so a descriptor number seen by JavaScript is never reused behind its back (idle recycled
+// sockets are this file's alone).
 //
 // Exports (one instance per Node environment: main thread and each worker have their own epoll):
 //   setup(deliver) -> [ArrayBuffer data, ArrayBuffer meta]   deliver(n) is called with n entries in meta,
