@@ -8,6 +8,7 @@ import type { PluginLogger } from '../plugin.ts';
 import type { ApiClient } from './client.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
+import { decodeEndpointSlice, decodeNamespace, decodeService } from './protobuf.ts';
 
 export interface Port { name: string; protocol: string; port: number }
 
@@ -184,6 +185,12 @@ class MultiIndex<T> {
     if (a === undefined) this.m.set(k, [v]);
     else a.push(v);
   }
+  /** add(k, v) unless v is there already: one lookup for a new key instead of three. */
+  addUnique(k: string, v: T): void {
+    const a = this.m.get(k);
+    if (a === undefined) this.m.set(k, [v]);
+    else if (!a.includes(v)) a.push(v);
+  }
   remove(k: string, v: T): void {
     const a = this.m.get(k);
     if (a === undefined) return;
@@ -238,13 +245,13 @@ export class Controller {
     const common = { client, log: o.log, resyncMs: o.resyncMs } satisfies Partial<ReflectorOptions>;
     const lsel = o.labelSelector;
     const raw = (o2: RawObject) => o2;
-    this.reflectors.push(new Reflector<Service>({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel }, {
+    this.reflectors.push(new Reflector<Service>({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel, decoder: decodeService }, {
       record: toService,
       replace: (items) => { this.replaceServices(items); },
       upsert: (o2) => { this.upsertService(o2); },
       remove: (o2) => { this.removeService(o2.metadata.namespace ?? '', o2.metadata.name); },
     }));
-    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
+    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector, decoder: decodeNamespace }, {
       record: raw,
       replace: (items) => {
         this.namespaces.clear();
@@ -254,7 +261,7 @@ export class Controller {
       remove: (n) => { this.namespaces.delete(n.metadata.name); },
     }));
     if (o.endpoints) {
-      this.reflectors.push(new Reflector<Slice>({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+      this.reflectors.push(new Reflector<Slice>({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel, decoder: decodeEndpointSlice }, {
         record: (o2) => toSlice(o2, false),
         replace: (items) => { this.replaceSlices(items); },
         upsert: (s) => { this.upsertSlice(s); },
@@ -284,7 +291,7 @@ export class Controller {
         remove: (i) => { if (this.imports.delete(`${i.metadata.namespace ?? ''}/${i.metadata.name}`)) this.touchMC(); },
       }));
       const mcsSel = lsel === '' ? MCS_SERVICE_NAME_LABEL : `${lsel},${MCS_SERVICE_NAME_LABEL}`;
-      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
+      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel, decoder: decodeEndpointSlice }, {
         record: raw,
         replace: (items) => {
           const seen = new Set<string>();
@@ -397,7 +404,8 @@ export class Controller {
     for (const a of s.addresses) {
       if (a.ip === prev) continue;
       prev = a.ip;
-      if (add) { if (!(byIP.get(a.ip)?.includes(s) ?? false)) byIP.add(a.ip, s); } else byIP.remove(a.ip, s);
+      if (add) byIP.addUnique(a.ip, s);
+      else byIP.remove(a.ip, s);
     }
   }
 
