@@ -8,7 +8,7 @@ import type { PluginLogger } from '../plugin.ts';
 import type { ApiClient } from './client.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
-import { decodeEndpointSlice, decodeNamespace, decodeService } from './protobuf.ts';
+import { decodeEndpointSlice, decodeNamespace, decodePod, decodeService } from './protobuf.ts';
 
 export interface Port { name: string; protocol: string; port: number }
 
@@ -303,7 +303,7 @@ export class Controller {
     if (o.pods) {
       this.reflectors.push(new Reflector<Pod>({
         ...common, name: 'pods', type: '*v1.Pod', path: '/api/v1/pods', labelSelector: lsel,
-        fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown',
+        fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown', decoder: decodePod,
       }, {
         record: toPod,
         replace: (items) => { this.replacePods(items); },

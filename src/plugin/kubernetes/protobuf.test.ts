@@ -4,8 +4,8 @@
 // end-to-end side (a real kube-apiserver answering in protobuf) is test/e2e/kubernetes-real-apiserver.test.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toService, toSlice, type RawObject } from './controller.ts';
-import { FrameReader, Reader, decodeEndpointSlice, decodeList, decodeNamespace, decodeService, decodeStatus, decodeWatchEvent } from './protobuf.ts';
+import { toPod, toService, toSlice, type RawObject } from './controller.ts';
+import { FrameReader, Reader, decodeEndpointSlice, decodeList, decodeNamespace, decodePod, decodeService, decodeStatus, decodeWatchEvent } from './protobuf.ts';
 
 // ---- a minimal encoder ----
 type Field = Buffer;
@@ -125,6 +125,20 @@ test('an EndpointSlice decodes to what its JSON gives toSlice (plain and multicl
 test('a Namespace decodes its metadata; a deletionTimestamp reads as its RFC 3339 text', () => {
   const ns = Buffer.concat([meta('prod', '', '7', [msg(9, int(1, 1_767_225_600))]), msg(2, str(1, 'kubernetes')), msg(3, str(1, 'Active'))]);
   assert.deepEqual(decodeOne(decodeNamespace, ns), { metadata: { name: 'prod', resourceVersion: '7', deletionTimestamp: '2026-01-01T00:00:00Z' } });
+});
+
+test('a Pod decodes its metadata and status.podIPs (the spec jumped over) to what its JSON gives toPod', () => {
+  const spec = msg(2, msg(2, str(1, 'app'), str(2, 'registry.example/app:1'), msg(8, str(1, 'http'), int(3, 8080))), str(10, 'node1'));
+  const running = Buffer.concat([meta('web-0', 'prod', '9', map(11, { app: 'web' })), spec,
+    msg(3, str(1, 'Running'), str(5, '192.0.2.10'), str(6, '10.244.0.5'), msg(12, str(1, '10.244.0.5')), msg(12, str(1, 'fd00::5')), msg(7, int(1, 1)))]);
+  const o = decodeOne(decodePod, running);
+  const json: RawObject = { metadata: { name: 'web-0', namespace: 'prod', resourceVersion: '9', labels: { app: 'web' } }, spec: { nodeName: 'node1' }, status: { phase: 'Running', podIP: '10.244.0.5', podIPs: [{ ip: '10.244.0.5' }, { ip: 'fd00::5' }] } };
+  assert.deepEqual(toPod(o), toPod(json));
+  assert.deepEqual(toPod(o).podIPs, ['10.244.0.5', 'fd00::5']);
+  // Pending (no IPs yet) and terminating (deletionTimestamp set).
+  const pending = decodeOne(decodePod, Buffer.concat([meta('p', 'prod', '10', [msg(9, int(1, 1_767_225_600))]), spec, msg(3, str(1, 'Pending'))]));
+  assert.deepEqual(toPod(pending), toPod({ metadata: { name: 'p', namespace: 'prod', resourceVersion: '10', deletionTimestamp: '2026-01-01T00:00:00Z' }, status: { phase: 'Pending' } }));
+  assert.equal(toPod(pending).deleting, true);
 });
 
 // ---- envelopes, lists, watch frames, Status ----

@@ -326,6 +326,40 @@ export const decodeNamespace: ObjectDecoder = (r, end) => {
   return o;
 };
 
+// ---------- core/v1 Pod ----------
+
+/** PodStatus {podIPs=12 {ip=1}} (`ip` has no omitempty: kept even empty, as in JSON). */
+function podStatus(r: Reader): { podIPs?: { ip: string }[] } {
+  const end = r.end();
+  const st: { podIPs?: { ip: string }[] } = {};
+  while (r.pos < end) {
+    const tag = r.varint();
+    if (tag === 98) {
+      const pEnd = r.end();
+      let ip = '';
+      while (r.pos < pEnd) {
+        const t2 = r.varint();
+        if (t2 === 10) ip = r.str();
+        else r.skip(t2 & 7);
+      }
+      (st.podIPs ??= []).push({ ip });
+    } else r.skip(tag & 7);
+  }
+  return st;
+}
+
+/** Pod: metadata=1, status=3 (the spec, most of a pod's bytes, is jumped over). */
+export const decodePod: ObjectDecoder = (r, end) => {
+  const o: RawObject = { metadata: { name: '' } };
+  while (r.pos < end) {
+    const tag = r.varint();
+    if (tag === 10) o.metadata = objectMeta(r);
+    else if (tag === 26) o.status = podStatus(r);
+    else r.skip(tag & 7);
+  }
+  return o;
+};
+
 // ---------- meta/v1 Status ----------
 
 export interface RawStatus {
