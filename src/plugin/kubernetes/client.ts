@@ -21,6 +21,7 @@ import yaml from 'js-yaml';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { LiteKubeConfig, type KubeAuth } from './kubeconfig.ts';
 import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
+import { PROTOBUF, decodeStatus } from './protobuf.ts';
 
 export interface ConnectionSpec {
   /** `kubeconfig PATH [CONTEXT]` */
@@ -275,7 +276,7 @@ export class ApiClient {
    * Non-2xx statuses reject with an HttpStatusError (body read). Watches are not
    * rate limited (as client-go).
    */
-  async open(pathAndQuery: string, watch: boolean, unlimited = false): Promise<StreamResponse> {
+  async open(pathAndQuery: string, watch: boolean, unlimited = false, accept = 'application/json'): Promise<StreamResponse> {
     const limited = !watch && !unlimited;
     if (limited) await this.acquire();
     let released = !limited;
@@ -292,7 +293,7 @@ export class ApiClient {
       hostname: url.hostname.replace(/^\[|\]$/g, ''),
       port: url.port || (url.protocol === 'https:' ? 443 : 80),
       path: url.pathname + url.search,
-      headers: { Accept: 'application/json', 'User-Agent': this.userAgent },
+      headers: { Accept: accept, 'User-Agent': this.userAgent },
       agent: watch ? this.watchAgent : this.agent,
     };
     await this.kc.applyToHTTPSOptions(opts);
@@ -310,15 +311,21 @@ export class ApiClient {
         this.metrics.restClientRequests.inc({ code: String(status), method: 'GET', host: this.host });
         this.metrics.restClientLatency.observe({ verb: 'GET', host: this.host }, (performance.now() - t0) / 1000);
         if (status < 200 || status > 299) {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (d: string) => { if (body.length < 65536) body += d; });
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (d: Buffer) => { if (size < 65536) { chunks.push(d); size += d.length; } });
           res.on('end', () => {
             done();
+            const raw = Buffer.concat(chunks);
+            let body = raw.toString('utf8');
             let reason = '';
             let message = `the server responded with the status code ${status}`;
             try {
-              const st = JSON.parse(body) as { reason?: string; message?: string };
+              // A protobuf Status when protobuf was asked for (its JSON form kept as the body, for the callers
+              // that look into it).
+              const isProto = (res.headers['content-type'] ?? '').startsWith(PROTOBUF);
+              const st = (isProto ? decodeStatus(raw) : JSON.parse(body)) as { reason?: string; message?: string };
+              if (isProto) body = JSON.stringify(st);
               reason = st.reason ?? '';
               if (st.message) message = st.message;
             } catch { /* not a Status */ }
@@ -340,23 +347,23 @@ export class ApiClient {
     });
   }
 
-  /** GET and parse a JSON body. */
-  async getJSON<T>(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }, continuation = false): Promise<T> {
+  /** GET a whole body, with its Content-Type. */
+  async getBody(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }, continuation = false, accept = 'application/json'): Promise<{ contentType: string; body: Buffer }> {
     // The pages after the first of one paginated LIST ride on the first page's token.
-    const s = await this.open(pathAndQuery, false, continuation);
+    const s = await this.open(pathAndQuery, false, continuation, accept);
     if (signal !== undefined) signal.onAbort = s.abort;
-    return await new Promise<T>((resolve, reject) => {
+    return await new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       s.res.on('data', (d: Buffer) => { chunks.push(d); });
-      s.res.on('end', () => {
-        try {
-          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as T);
-        } catch (e) {
-          reject(e as Error);
-        }
-      });
+      s.res.on('end', () => { resolve({ contentType: s.res.headers['content-type'] ?? '', body: Buffer.concat(chunks) }); });
       s.res.on('error', reject);
       s.res.on('aborted', () => { reject(new Error('request aborted')); });
     });
+  }
+
+  /** GET and parse a JSON body. */
+  async getJSON<T>(pathAndQuery: string, signal?: { aborted: boolean; onAbort?: () => void }, continuation = false): Promise<T> {
+    const { body } = await this.getBody(pathAndQuery, signal, continuation);
+    return JSON.parse(body.toString('utf8')) as T;
   }
 }

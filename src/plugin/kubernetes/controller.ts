@@ -8,6 +8,7 @@ import type { PluginLogger } from '../plugin.ts';
 import type { ApiClient } from './client.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { kubernetesMetrics, type KubernetesMetrics } from './metrics.ts';
+import { decodeEndpointSlice, decodeNamespace, decodePod, decodeService } from './protobuf.ts';
 
 export interface Port { name: string; protocol: string; port: number }
 
@@ -196,6 +197,44 @@ class MultiIndex<T> {
 
 const NONE: never[] = [];
 
+/**
+ * A multimap of string → items for keys that nearly always have one item (an endpoint IP is in one slice): the
+ * lone item is stored as itself, an array only from the second on. At 100k endpoints that is 100k arrays fewer
+ * to allocate (and collect) during a sync, and one lookup per add. The one-item array a lookup returns is made
+ * once per item, on the first lookup that needs it.
+ */
+class SoloIndex<T extends object> {
+  private readonly m = new Map<string, T | T[]>();
+  private readonly alone = new WeakMap<T, readonly T[]>();
+  /** Adds v under k unless it is there already. */
+  add(k: string, v: T): void {
+    const cur = this.m.get(k);
+    if (cur === undefined) this.m.set(k, v);
+    else if (Array.isArray(cur)) { if (!cur.includes(v)) cur.push(v); } else if (cur !== v) this.m.set(k, [cur, v]);
+  }
+  remove(k: string, v: T): void {
+    const cur = this.m.get(k);
+    if (cur === undefined) return;
+    if (!Array.isArray(cur)) {
+      if (cur === v) this.m.delete(k);
+      return;
+    }
+    const i = cur.indexOf(v);
+    if (i >= 0) cur.splice(i, 1);
+    if (cur.length === 0) this.m.delete(k);
+  }
+  get(k: string): readonly T[] | undefined {
+    const cur = this.m.get(k);
+    if (cur === undefined || Array.isArray(cur)) return cur;
+    let a = this.alone.get(cur);
+    if (a === undefined) {
+      a = [cur];
+      this.alone.set(cur, a);
+    }
+    return a;
+  }
+}
+
 export interface ControllerOptions {
   labelSelector: string;
   namespaceLabelSelector: string;
@@ -216,7 +255,7 @@ export class Controller {
   readonly slices = new Map<string, Slice>();
   /** service key → slices of that service */
   readonly slicesBySvc = new MultiIndex<Slice>();
-  readonly sliceByIP = new MultiIndex<Slice>();
+  readonly sliceByIP = new SoloIndex<Slice>();
   readonly pods = new Map<string, Pod>();
   readonly podByIP = new MultiIndex<Pod>();
   readonly namespaces = new Set<string>();
@@ -238,13 +277,13 @@ export class Controller {
     const common = { client, log: o.log, resyncMs: o.resyncMs } satisfies Partial<ReflectorOptions>;
     const lsel = o.labelSelector;
     const raw = (o2: RawObject) => o2;
-    this.reflectors.push(new Reflector<Service>({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel }, {
+    this.reflectors.push(new Reflector<Service>({ ...common, name: 'services', type: '*v1.Service', path: '/api/v1/services', labelSelector: lsel, decoder: decodeService }, {
       record: toService,
       replace: (items) => { this.replaceServices(items); },
       upsert: (o2) => { this.upsertService(o2); },
       remove: (o2) => { this.removeService(o2.metadata.namespace ?? '', o2.metadata.name); },
     }));
-    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector }, {
+    this.reflectors.push(new Reflector({ ...common, name: 'namespaces', type: '*v1.Namespace', path: '/api/v1/namespaces', labelSelector: o.namespaceLabelSelector, decoder: decodeNamespace }, {
       record: raw,
       replace: (items) => {
         this.namespaces.clear();
@@ -254,7 +293,7 @@ export class Controller {
       remove: (n) => { this.namespaces.delete(n.metadata.name); },
     }));
     if (o.endpoints) {
-      this.reflectors.push(new Reflector<Slice>({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel }, {
+      this.reflectors.push(new Reflector<Slice>({ ...common, name: 'endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: lsel, decoder: decodeEndpointSlice }, {
         record: (o2) => toSlice(o2, false),
         replace: (items) => { this.replaceSlices(items); },
         upsert: (s) => { this.upsertSlice(s); },
@@ -264,7 +303,7 @@ export class Controller {
     if (o.pods) {
       this.reflectors.push(new Reflector<Pod>({
         ...common, name: 'pods', type: '*v1.Pod', path: '/api/v1/pods', labelSelector: lsel,
-        fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown',
+        fieldSelector: 'status.phase!=Succeeded,status.phase!=Failed,status.phase!=Unknown', decoder: decodePod,
       }, {
         record: toPod,
         replace: (items) => { this.replacePods(items); },
@@ -284,7 +323,7 @@ export class Controller {
         remove: (i) => { if (this.imports.delete(`${i.metadata.namespace ?? ''}/${i.metadata.name}`)) this.touchMC(); },
       }));
       const mcsSel = lsel === '' ? MCS_SERVICE_NAME_LABEL : `${lsel},${MCS_SERVICE_NAME_LABEL}`;
-      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel }, {
+      this.reflectors.push(new Reflector({ ...common, name: 'multicluster endpointslices', type: '*v1.EndpointSlice', path: '/apis/discovery.k8s.io/v1/endpointslices', labelSelector: mcsSel, decoder: decodeEndpointSlice }, {
         record: raw,
         replace: (items) => {
           const seen = new Set<string>();
@@ -385,7 +424,7 @@ export class Controller {
 
   // ---------- endpoint slices ----------
 
-  private indexSlice(s: Slice, add: boolean, bySvc: MultiIndex<Slice>, byIP: MultiIndex<Slice> | undefined): void {
+  private indexSlice(s: Slice, add: boolean, bySvc: MultiIndex<Slice>, byIP: SoloIndex<Slice> | undefined): void {
     if (s.svcKey !== '') {
       if (add) bySvc.add(s.svcKey, s);
       else bySvc.remove(s.svcKey, s);
@@ -397,7 +436,8 @@ export class Controller {
     for (const a of s.addresses) {
       if (a.ip === prev) continue;
       prev = a.ip;
-      if (add) { if (!(byIP.get(a.ip)?.includes(s) ?? false)) byIP.add(a.ip, s); } else byIP.remove(a.ip, s);
+      if (add) byIP.add(a.ip, s);
+      else byIP.remove(a.ip, s);
     }
   }
 

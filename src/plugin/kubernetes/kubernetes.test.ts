@@ -172,3 +172,34 @@ test('metadata: CoreDNS\'s labels for the client pod and the parts of the name',
     'kubernetes/service': 'api', 'kubernetes/namespace': 'prod', 'kubernetes/kind': 'svc',
   });
 });
+
+test('the endpoint IP index: one slice, two slices sharing an IP, updates and removals', () => {
+  const c = new Controller();
+  const slice = (name: string, svc: string, ips: string[], rv: string) => ({
+    metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { 'kubernetes.io/service-name': svc } },
+    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
+  });
+  const names = (ip: string) => c.slicesByIP(ip).map((s) => s.name);
+  c.upsertSlice(slice('a', 'svc-a', ['10.0.0.1', '10.0.0.2', '10.0.0.2'], '1'));
+  assert.deepEqual(names('10.0.0.1'), ['a']);
+  assert.deepEqual(names('10.0.0.2'), ['a']);
+  // The same array for the same lone slice (made once, not per query).
+  assert.equal(c.slicesByIP('10.0.0.1'), c.slicesByIP('10.0.0.1'));
+  c.upsertSlice(slice('b', 'svc-b', ['10.0.0.2', '10.0.0.3'], '2'));
+  assert.deepEqual(names('10.0.0.2'), ['a', 'b']);
+  // a moves off 10.0.0.2: b alone there; a's old record leaves the index
+  c.upsertSlice(slice('a', 'svc-a', ['10.0.0.1'], '3'));
+  assert.deepEqual(names('10.0.0.2'), ['b']);
+  assert.deepEqual(names('10.0.0.1'), ['a']);
+  c.upsertSlice(slice('a', 'svc-a', ['10.0.0.2'], '4'));
+  assert.deepEqual(names('10.0.0.2'), ['b', 'a']);
+  assert.deepEqual(names('10.0.0.1'), []);
+  c.removeSlice('ns/b');
+  assert.deepEqual(names('10.0.0.2'), ['a']);
+  assert.deepEqual(names('10.0.0.3'), []);
+  c.removeSlice('ns/a');
+  assert.deepEqual(names('10.0.0.2'), []);
+  // A slice naming no service gives no PTR target.
+  c.upsertSlice({ metadata: { name: 'x', namespace: 'ns', resourceVersion: '5' }, endpoints: [{ addresses: ['10.0.0.9'], conditions: {} }] });
+  assert.deepEqual(names('10.0.0.9'), []);
+});

@@ -34,6 +34,7 @@
 import type { PluginLogger } from '../plugin.ts';
 import { HttpStatusError, type ApiClient, type StreamResponse } from './client.ts';
 import type { RawObject } from './controller.ts';
+import { FrameReader, PROTOBUF, PROTOBUF_ACCEPT, decodeList, decodeWatchEvent, type ObjectDecoder } from './protobuf.ts';
 
 export interface ReflectorOptions {
   client: ApiClient;
@@ -52,6 +53,11 @@ export interface ReflectorOptions {
   pageLimit?: number;
   /** try the streaming list before LIST (client-go's WatchListClient; default true) */
   watchList?: boolean;
+  /**
+   * The resource's protobuf decoder (protobuf.ts): lists and watches then ask for protobuf first, as CoreDNS's
+   * client-go does, and take JSON when the server sends that instead (a server or resource without protobuf).
+   */
+  decoder?: ObjectDecoder;
 }
 
 /**
@@ -336,7 +342,13 @@ export class Reflector<R = RawObject> {
       const q = this.query(params);
       onUrl(this.url(q));
       try {
-        body = await this.opts.client.getJSON<ListBody>(q, this.listAbort, cont !== '');
+        const dec = this.opts.decoder;
+        if (dec === undefined) {
+          body = await this.opts.client.getJSON<ListBody>(q, this.listAbort, cont !== '');
+        } else {
+          const r = await this.opts.client.getBody(q, this.listAbort, cont !== '', PROTOBUF_ACCEPT);
+          body = r.contentType.startsWith(PROTOBUF) ? decodeList(r.body, dec) : JSON.parse(r.body.toString('utf8')) as ListBody;
+        }
       } catch (e) {
         if (e instanceof HttpStatusError && e.status === 410 && cont !== '') {
           // expired continue token: list again without pagination (client-go's pager does the same)
@@ -366,7 +378,8 @@ export class Reflector<R = RawObject> {
 
   private async watch(q: string, streaming: boolean): Promise<WatchEnd> {
     this.endReason = undefined;
-    const s = await this.opts.client.open(q, true);
+    const dec = this.opts.decoder;
+    const s = await this.opts.client.open(q, true, false, dec === undefined ? 'application/json' : PROTOBUF_ACCEPT);
     if (this.stopped) { s.abort(); return 'stopped'; }
     if (this.resyncDue && !streaming) { s.abort(); return 'resync'; }
     this.current = s;
@@ -405,33 +418,55 @@ export class Reflector<R = RawObject> {
     };
     try {
       await new Promise<void>((resolve, reject) => {
-        let buf = '';
-        s.res.setEncoding('utf8');
-        s.res.on('data', (chunk: string) => {
-          buf += chunk;
-          let nl: number;
-          while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (line === '') continue;
+        /** One decoded event; true when the watch must end (`result` set). */
+        const onEvent = (ev: WatchEvent): boolean => {
+          events++;
+          const r = apply(ev);
+          if (r === undefined) return false;
+          result = r;
+          s.abort();
+          resolve();
+          return true;
+        };
+        const fail = (e: unknown): true => {
+          reject(e as Error);
+          s.abort();
+          return true;
+        };
+        if (dec !== undefined && (s.res.headers['content-type'] ?? '').startsWith(PROTOBUF)) {
+          // Length-prefixed WatchEvent frames (protobuf.ts), decoded from the chunks as they come.
+          const frames = new FrameReader();
+          const onFrame = (buf: Buffer, start: number, end: number): boolean => {
             let ev: WatchEvent;
             try {
-              ev = JSON.parse(line) as WatchEvent;
+              ev = decodeWatchEvent(buf, start, end, dec) as WatchEvent;
             } catch (e) {
-              reject(e as Error);
-              s.abort();
-              return;
+              return fail(e);
             }
-            events++;
-            const r = apply(ev);
-            if (r !== undefined) {
-              result = r;
-              s.abort();
-              resolve();
-              return;
+            return onEvent(ev);
+          };
+          s.res.on('data', (chunk: Buffer) => { frames.push(chunk, onFrame); });
+        } else {
+          let buf = '';
+          s.res.setEncoding('utf8');
+          s.res.on('data', (chunk: string) => {
+            buf += chunk;
+            let nl: number;
+            while ((nl = buf.indexOf('\n')) >= 0) {
+              const line = buf.slice(0, nl).trim();
+              buf = buf.slice(nl + 1);
+              if (line === '') continue;
+              let ev: WatchEvent;
+              try {
+                ev = JSON.parse(line) as WatchEvent;
+              } catch (e) {
+                fail(e);
+                return;
+              }
+              if (onEvent(ev)) return;
             }
-          }
-        });
+          });
+        }
         s.res.on('end', () => { resolve(); });
         s.res.on('close', () => { resolve(); });
         // A stream cut by the server going away ends the watch as a normal close does (client-go treats a
