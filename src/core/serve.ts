@@ -5,7 +5,7 @@
 
 import { channel } from 'node:diagnostics_channel';
 import type {
-  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory,
+  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory, ProxyProtocol,
 } from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message, OpaqueData } from '../wire/types.ts';
@@ -75,6 +75,8 @@ export interface ServeTable extends ConnectionLimits {
   readonly ednsSupported: ReadonlySet<number>;
   /** A block's UDP write discipline (BlockConfig.setUdpWriter, e.g. shed); undefined: replies go straight to the socket. */
   readonly udpWriter?: UdpWriterFactory;
+  /** PROXY protocol on this address (BlockConfig.setProxyProtocol, proxyproto); undefined: none is parsed. */
+  readonly proxy?: ProxyProtocol;
   /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
   router?: SubQueryRouter;
 }
