@@ -21,17 +21,17 @@ export function splitCommand(s: string): string[] {
         i += 2;
       } else if (c === "'") {
         const end = s.indexOf("'", i + 1);
-        if (end < 0) throw new Error('EOF found when expecting closing quote');
+        if (end < 0) throw new Error('EOF found when expecting closing quote.');
         word += s.slice(i + 1, end);
         i = end + 1;
       } else if (c === '"') {
         i++;
         for (;;) {
-          if (i >= n) throw new Error('EOF found when expecting closing quote');
+          if (i >= n) throw new Error('EOF found when expecting closing quote.');
           const q = s[i]!;
           if (q === '"') { i++; break; }
           if (q === '\\') {
-            if (i + 1 >= n) throw new Error('EOF found when expecting closing quote');
+            if (i + 1 >= n) throw new Error('EOF found when expecting closing quote.');
             // google/shlex drops the backslash before any character inside double quotes.
             word += s[i + 1];
             i += 2;
