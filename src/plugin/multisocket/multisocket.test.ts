@@ -106,3 +106,21 @@ test('multisocket: each socket prints its banner lines, as each of CoreDNS\'s se
     await srv.stop();
   }
 });
+
+test('multisocket on tls:// and https:// addresses: that many TCP listeners each', async () => {
+  const tlsPort = await freePort();
+  const httpsPort = await freePort();
+  const srv = await startServer({
+    corefile: `tls://.:${tlsPort} {\n bind 127.0.0.1\n multisocket 2\n whoami\n}\nhttps://.:${httpsPort} {\n bind 127.0.0.1\n multisocket 3\n whoami\n}\n`,
+    log: { sink: () => { /* quiet */ } },
+  });
+  try {
+    assert.deepEqual(boundSockets(tlsPort), { udp: 0, tcp: 2 });
+    assert.deepEqual(boundSockets(httpsPort), { udp: 0, tcp: 3 });
+    // Without a `tls` certificate a tls:// key serves plain DNS over TCP (as CoreDNS): every listener answers.
+    const tcp = await Promise.all(Array.from({ length: 30 }, () => tcpQuery(tlsPort)));
+    assert.deepEqual(tcp.filter((r) => r !== 0), []);
+  } finally {
+    await srv.stop();
+  }
+});
