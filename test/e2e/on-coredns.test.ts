@@ -75,3 +75,24 @@ test('on: startup (blocking and &), failures, reload and shutdown as CoreDNS run
   assert.equal(sub.code, ref.code);
   assert.ok(ref.lines.some((l) => l === "error on 'on-ID' hook: exit status 1"), ref.lines.join('\n'));
 });
+
+test('on with -workers 2: each command runs once, in the first worker, as in CoreDNS\'s one process', async () => {
+  const bin = nodensBinary();
+  assert.ok(bin !== undefined, 'bin/nodens is missing: npm run build');
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-on-workers-'));
+  const port = await freePort();
+  const conf = join(dir, 'Corefile');
+  writeFileSync(conf, `.:${port} {\n on startup sh -c "'echo up >> ${dir}/up'"\n on shutdown sh -c "'echo down >> ${dir}/down'"\n whoami\n}\n`);
+  const proc = spawn(bin, ['-conf', conf, '-workers', '2'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  proc.stderr.on('data', (d: Buffer) => { out += d.toString(); });
+  const exited = new Promise<number | null>((resolve) => { proc.on('exit', (code) => { resolve(code); }); });
+  const deadline = Date.now() + 15000;
+  while (!/^CoreDNS-/m.test(out) && Date.now() < deadline && proc.exitCode === null) await new Promise((r) => setTimeout(r, 25));
+  await new Promise((r) => setTimeout(r, 1000));
+  proc.kill('SIGTERM');
+  assert.equal(await exited, 0, out);
+  assert.equal(readFileSync(join(dir, 'up'), 'utf8'), 'up\n', out);
+  assert.equal(readFileSync(join(dir, 'down'), 'utf8'), 'down\n', out);
+});

@@ -2,6 +2,7 @@
 // when the server has started (and after each reload), or when it shuts down.
 
 import { spawn } from 'node:child_process';
+import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { bareSetupError, type PluginDefinition, type ServerLogger, type SetupContext } from '../plugin.ts';
 import { splitCommand } from './shlex.ts';
@@ -103,6 +104,9 @@ export const plugin: PluginDefinition = {
   name: 'on',
   setup(c) {
     const hooks = parse(c);
+    // With -workers N, every worker process runs this setup: the commands run in the first worker only, once, as
+    // in CoreDNS's single process.
+    if (cluster.isWorker && process.env.NODENS_WORKER_ID !== '1') return;
     const log = c.instance.log;
     // startup: caddy's InstanceStartupEvent, after the first start and after each successful reload.
     if (hooks.some((h) => h.event === 'startup')) c.onInstanceStartup(() => emit(hooks, 'startup', log));
