@@ -103,7 +103,7 @@ export class DnsListener implements ServerListener {
    */
   proxy: ProxyProtocol | undefined;
   /** The client a PROXY header names (scratch for the UDP path: one datagram at a time). */
-  private readonly peer: ProxiedPeer = { address: '', port: 0, proto: 'udp' };
+  private readonly peer: ProxiedPeer = { address: '', port: 0, proto: 'udp', tlv: undefined };
 
   constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
@@ -228,10 +228,11 @@ export class DnsListener implements ServerListener {
     peer.address = remote;
     peer.port = remotePort;
     peer.proto = 'udp';
+    peer.tlv = undefined;
     const off = this.proxy!.datagram(wire, peer);
     if (off < 0) return;
     // The reply still goes to the datagram's sender (the sink keeps it): only the request sees the client.
-    this.track(serveMessage(table, off === 0 ? wire : wire.subarray(off), peer.proto, peer.address, peer.port, localAddress, localPort, sink));
+    this.track(serveMessage(table, off === 0 ? wire : wire.subarray(off), peer.proto, peer.address, peer.port, localAddress, localPort, sink, peer.tlv));
   }
 
   private async bindTcp(family: 4 | 6): Promise<void> {
@@ -427,6 +428,8 @@ class TcpConnection implements ReplySink {
   private remotePort: number;
   /** `tcp`, or what a PROXY header's transport makes the request report. */
   private proto: 'udp' | 'tcp' = 'tcp';
+  /** The PROXY header's TLVs in hex, for every query of the connection (proxyproto's tlv_metadata). */
+  private proxyTlv: string | undefined;
   /** PROXY protocol: the connection's header is not decided yet (its first bytes wait in `pending`). */
   private proxyHead: boolean;
   private readonly localAddress: string;
@@ -540,7 +543,7 @@ class TcpConnection implements ReplySink {
   private proxyHeader(): boolean {
     const proxy = this.listener.proxy;
     if (proxy === undefined) { this.proxyHead = false; return true; }
-    const peer: ProxiedPeer = { address: this.remoteAddress, port: this.remotePort, proto: 'tcp' };
+    const peer: ProxiedPeer = { address: this.remoteAddress, port: this.remotePort, proto: 'tcp', tlv: undefined };
     const n = proxy.stream(this.pending!, peer);
     if (n === -2) return false;
     if (n === -1) {
@@ -554,6 +557,7 @@ class TcpConnection implements ReplySink {
     this.remoteAddress = peer.address;
     this.remotePort = peer.port;
     this.proto = peer.proto;
+    this.proxyTlv = peer.tlv;
     if (n > 0) this.pending = this.pending!.length === n ? undefined : this.pending!.subarray(n);
     return true;
   }
@@ -584,7 +588,7 @@ class TcpConnection implements ReplySink {
       this.served++;
       const l = this.listener;
       const p = serveMessage(l.table, frame, this.proto, this.remoteAddress, this.remotePort,
-        this.localAddress, this.localPort, this);
+        this.localAddress, this.localPort, this, this.proxyTlv);
       if (p !== undefined) {
         this.busy = true;
         l.track(p);

@@ -152,6 +152,11 @@ export interface ProxiedPeer {
   port: number;
   /** The transport the request reports (`udp` for a datagram header over TCP, as CoreDNS's Request.Proto says). */
   proto: 'udp' | 'tcp';
+  /**
+   * The header's TLV vector in hex when the policy captures it (proxyproto's `tlv_metadata`), else undefined: the
+   * server hands it to the request as its `proxyproto/tlv` value (`Request.value`).
+   */
+  tlv: string | undefined;
 }
 
 /**

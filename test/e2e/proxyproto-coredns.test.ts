@@ -19,7 +19,7 @@ import { freePort, nodensBinary, referenceBinary, spawnArgv, waitReady, type Run
 import { v1Header, v2Header } from '../../src/plugin/proxyproto/testheaders.ts';
 
 /** Ports of one side: trusted (allow 127/8), untrusted-ignore, untrusted-reject, untrusted-skip, default reject. */
-interface Ports { use: number; ignore: number; reject: number; skip: number; session: number }
+interface Ports { use: number; ignore: number; reject: number; skip: number; session: number; tlv: number }
 
 function corefile(p: Ports): string {
   const log = ' log . "{remote} {port} {proto} {name}"\n';
@@ -27,14 +27,15 @@ function corefile(p: Ports): string {
     `.:${p.ignore} {\n proxyproto {\n  allow 10.0.0.0/8\n }\n whoami\n${log}}\n` +
     `.:${p.reject} {\n proxyproto {\n  allow 10.0.0.0/8\n  default reject\n }\n whoami\n${log}}\n` +
     `.:${p.skip} {\n proxyproto {\n  allow 10.0.0.0/8\n  default skip\n }\n whoami\n${log}}\n` +
-    `.:${p.session} {\n proxyproto {\n  udp_session_tracking 5s\n }\n whoami\n${log}}\n`;
+    `.:${p.session} {\n proxyproto {\n  udp_session_tracking 5s\n }\n whoami\n${log}}\n` +
+    `.:${p.tlv} {\n metadata\n proxyproto {\n  tlv_metadata\n  udp_session_tracking 5s\n }\n whoami\n log . "{remote} {port} {proto} {name} tlv={/proxyproto/tlv}"\n}\n`;
 }
 
 interface Side { name: string; run: Running; ports: Ports }
 const sides: Side[] = [];
 
 async function start(name: string, bin: string, env?: Record<string, string>): Promise<Side> {
-  const ports: Ports = { use: await freePort(), ignore: await freePort(), reject: await freePort(), skip: await freePort(), session: await freePort() };
+  const ports: Ports = { use: await freePort(), ignore: await freePort(), reject: await freePort(), skip: await freePort(), session: await freePort(), tlv: await freePort() };
   const dir = mkdtempSync(join(tmpdir(), `nodens-pp-${name}-`));
   const conf = join(dir, 'Corefile');
   writeFileSync(conf, corefile(ports));
@@ -179,6 +180,20 @@ test('TCP: v1 and v2 headers name the client; a v2 UDP header makes the request 
   await same('tcp reject, no header', (s, p) => tcp(s.ports.reject, Buffer.alloc(0), query('za.example.'), p));
 });
 
+test('tlv_metadata: the TLVs as the proxyproto/tlv label over UDP (sessions too) and TCP; none for LOCAL or no TLV', async () => {
+  const tlvs = Buffer.from([0xea, 0, 2, 0xca, 0xfe, 0x04, 0, 3, 0, 0, 0, 0x01, 0, 2, 0x68, 0x32]);
+  await same('tlv udp', (s, p) => udp(s.ports.tlv, payloadV2('192.0.2.30', 30, query('tlv1.example.'), 'udp', tlvs), p));
+  await same('no tlv udp', (s, p) => udp(s.ports.tlv, payloadV2('192.0.2.31', 31, query('tlv2.example.')), p));
+  await same('truncated tlv udp', (s, p) => udp(s.ports.tlv, payloadV2('192.0.2.32', 32, query('tlv3.example.'), 'udp', Buffer.from([0xea, 0, 9, 1])), p));
+  await same('tlv session', async (s, p) => {
+    const hdr = v2Header({ command: 'proxy', proto: 'udp', src: { ip: '192.0.2.33', port: 33 }, dst: DST4, tlvs });
+    await udp(s.ports.tlv, hdr, p, 200);
+    return udp(s.ports.tlv, query('tlv4.example.'), p);
+  });
+  await same('tlv tcp', (s, p) => tcp(s.ports.tlv, v2Header({ command: 'proxy', proto: 'tcp', src: { ip: '192.0.2.34', port: 34 }, dst: DST4, tlvs }), query('tlv5.example.'), p));
+  await same('tlv tcp local', (s, p) => tcp(s.ports.tlv, v2Header({ command: 'local', proto: 'tcp', src: { ip: '192.0.2.35', port: 35 }, dst: DST4, tlvs }), query('tlv6.example.'), p));
+});
+
 test('the log lines and the drop warnings are CoreDNS\'s', async () => {
   await new Promise((r) => setTimeout(r, 300));
   const norm = (out: string): string[] => out.split('\n')
@@ -187,5 +202,6 @@ test('the log lines and the drop warnings are CoreDNS\'s', async () => {
     .map((l) => l.replace(/(from \S+:)\d+:/, '$1PORT:').replace(/^\[INFO\] 127\.0\.0\.1 \d+ /, '[INFO] 127.0.0.1 PORT '));
   const [ref, ...subs] = sides.map((s) => norm(s.run.output()));
   assert.ok(ref!.length > 20, ref!.join('\n'));
+  assert.ok(ref!.includes('[INFO] 192.0.2.30 30 udp tlv1.example. tlv=ea0002cafe0400000100026832'), ref!.join('\n'));
   for (const sub of subs) assert.deepEqual(sub, ref);
 });

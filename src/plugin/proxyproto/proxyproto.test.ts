@@ -4,7 +4,7 @@ import net from 'node:net';
 import dgram from 'node:dgram';
 import { parse } from './setup.ts';
 import { HeaderError, NEED_MORE, Transport, readHeader } from './header.ts';
-import { Policy, ProxyProtocolPolicy, UDP_SESSION_MAX, policyFor, type ProxyOptions } from './proxyproto.ts';
+import { Policy, ProxyProtocolPolicy, UDP_SESSION_MAX, policyFor, tlvHex, type ProxyOptions } from './proxyproto.ts';
 import { v1Header, v2Header } from './testheaders.ts';
 import { parseTable } from '../pkg/testing.ts';
 import type { PluginLogger, ProxiedPeer } from '../plugin.ts';
@@ -21,9 +21,9 @@ const pre = 'plugin/proxyproto: Corefile:';
 
 test('proxyproto parse: CoreDNS setup_test cases', async () => {
   const view = (o: ProxyOptions): Record<string, unknown> => ({
-    allow: o.allow.length, defaultPolicy: o.defaultPolicy, sessionTtlMs: o.sessionTtlMs, maxSessions: o.maxSessions,
+    allow: o.allow.length, defaultPolicy: o.defaultPolicy, sessionTtlMs: o.sessionTtlMs, maxSessions: o.maxSessions, tlvMetadata: o.tlvMetadata,
   });
-  const none = { allow: 0, defaultPolicy: undefined, sessionTtlMs: 0, maxSessions: 0 };
+  const none = { allow: 0, defaultPolicy: undefined, sessionTtlMs: 0, maxSessions: 0, tlvMetadata: false };
   await parseTable('proxyproto', parse, [
     ['. {\n proxyproto\n}', none],
     ['. {\n proxyproto {\n  allow 127.0.0.1/8 ::1/128\n }\n}', { ...none, allow: 2 }],
@@ -48,14 +48,22 @@ test('proxyproto parse: CoreDNS setup_test cases', async () => {
     ['. {\n proxyproto {\n  udp_session_tracking 28s 0\n }\n}', 'plugin/proxyproto: udp_session_tracking: invalid max sessions "0": must be a positive integer'],
     ['. {\n proxyproto {\n  udp_session_tracking 28s -1\n }\n}', 'plugin/proxyproto: udp_session_tracking: invalid max sessions "-1": must be a positive integer'],
     ['. {\n proxyproto {\n  tlv_metadata on\n }\n}', `${pre}3 - Error during parsing: Wrong argument count or unexpected line ending after 'on'`],
+    ['. {\n proxyproto {\n  allow 10.0.0.0/8\n  tlv_metadata\n }\n}', { ...none, allow: 1, tlvMetadata: true }],
     // What nodens does not implement is refused, never half-done.
-    ['. {\n proxyproto {\n  tlv_metadata\n }\n}', `${pre}3 - Error during parsing: tlv_metadata is not supported by nodens`],
     ['tls://.:853 {\n proxyproto\n}', /PROXY protocol on tls:\/\/ listeners is not supported by nodens/],
   ], { view });
 });
 
+test('TLVs: split and joined as go-proxyproto does (NOOP loses its value; a truncated vector gives nothing)', () => {
+  assert.equal(tlvHex(Buffer.from([0xea, 0, 2, 0xca, 0xfe])), 'ea0002cafe');
+  assert.equal(tlvHex(Buffer.from([0x04, 0, 2, 1, 2, 0x01, 0, 1, 0x68])), '040000010001' + '68');
+  assert.equal(tlvHex(Buffer.from([0xea, 0, 5, 1])), undefined);
+  assert.equal(tlvHex(Buffer.from([0xea, 0])), undefined);
+  assert.equal(tlvHex(Buffer.alloc(0)), undefined);
+});
+
 test('policy: USE without allow; inside allow USE, outside the default (ignore unless set)', () => {
-  const o = (allow: string[], d?: Policy): ProxyOptions => ({ allow: allow.map((a) => parseCidr(a)!), defaultPolicy: d, sessionTtlMs: 0, maxSessions: 0 });
+  const o = (allow: string[], d?: Policy): ProxyOptions => ({ allow: allow.map((a) => parseCidr(a)!), defaultPolicy: d, sessionTtlMs: 0, maxSessions: 0, tlvMetadata: false });
   assert.equal(policyFor(o([]), '192.0.2.1'), Policy.USE);
   assert.equal(policyFor(o([], Policy.REJECT), '192.0.2.1'), Policy.REJECT);
   assert.equal(policyFor(o(['192.0.2.0/24']), '192.0.2.1'), Policy.USE);
@@ -124,8 +132,8 @@ class Log implements PluginLogger {
 
 test('UDP sessions: header-only datagrams open them, later ones take the client, LRU-capped and expiring', async () => {
   const log = new Log();
-  const p = new ProxyProtocolPolicy({ allow: [], defaultPolicy: undefined, sessionTtlMs: 50, maxSessions: 2 }, log);
-  const peer = (port: number): ProxiedPeer => ({ address: '127.0.0.1', port, proto: 'udp' });
+  const p = new ProxyProtocolPolicy({ allow: [], defaultPolicy: undefined, sessionTtlMs: 50, maxSessions: 2, tlvMetadata: false }, log);
+  const peer = (port: number): ProxiedPeer => ({ address: '127.0.0.1', port, proto: 'udp', tlv: undefined });
   const hdr = (ip: string): Buffer => v2Header({ command: 'proxy', proto: 'udp', src: { ip, port: 7 }, dst: { ip: '127.0.0.1', port: 53 } });
   for (const [i, ip] of ['192.0.2.1', '192.0.2.2', '192.0.2.3'].entries()) assert.equal(p.datagram(hdr(ip), peer(1000 + i)), -1);
   assert.equal(p.sessionCount(), 2);

@@ -21,6 +21,28 @@ export interface ProxyOptions {
   sessionTtlMs: number;
   /** `udp_session_tracking`'s max sessions; 0: the default. */
   maxSessions: number;
+  /** `tlv_metadata`: hand the header's TLVs to the request (the `proxyproto/tlv` label). */
+  tlvMetadata: boolean;
+}
+
+/**
+ * CoreDNS's rawTLVs: the vector split and joined again (go-proxyproto's SplitTLVs/JoinTLVs: a NOOP TLV loses its
+ * value), in hex; undefined when there is none or it does not split (a truncated TLV).
+ */
+export function tlvHex(raw: Uint8Array): string | undefined {
+  if (raw.length === 0) return undefined;
+  let out = '';
+  for (let i = 0; i < raw.length;) {
+    if (raw.length - i <= 2) return undefined;
+    const type = raw[i]!;
+    const len = (raw[i + 1]! << 8) | raw[i + 2]!;
+    i += 3;
+    if (i + len > raw.length) return undefined;
+    if (type === 0x04) out += '040000';
+    else out += Buffer.from(raw.buffer, raw.byteOffset + i - 3, len + 3).toString('hex');
+    i += len;
+  }
+  return out;
 }
 
 /** CoreDNS's ConnPolicy: without `allow`, `default` if written, else USE; with it, USE inside, `default` outside. */
@@ -80,6 +102,7 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
         if (ttl > 0) this.store(peer, h);
         peer.address = h.sourceHost;
         peer.port = h.sourcePort;
+        if (this.o.tlvMetadata) peer.tlv = tlvHex(h.tlvs);
       }
       // A header alone opens a Spectrum session: nothing to answer.
       if (ttl > 0 && h.length === wire.length) return -1;
@@ -90,6 +113,7 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
       if (s !== undefined) {
         peer.address = s.header.sourceHost;
         peer.port = s.header.sourcePort;
+        if (this.o.tlvMetadata) peer.tlv = tlvHex(s.header.tlvs);
       }
     }
     return 0;
@@ -116,6 +140,7 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
       peer.port = h.sourceIsIP ? h.sourcePort : 0;
       peer.proto = h.sourceIsIP && !isDatagram(h.transport) ? 'tcp' : 'udp';
     }
+    if (policy === Policy.USE && !h.local && this.o.tlvMetadata) peer.tlv = tlvHex(h.tlvs);
     return h.length;
   }
 
@@ -124,8 +149,9 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
     this.sessions.delete(key);
     const max = this.o.maxSessions > 0 ? this.o.maxSessions : UDP_SESSION_MAX;
     if (this.sessions.size >= max) this.evict(max);
-    // The header's TLVs are not kept: only the client's address and port are used.
-    this.sessions.set(key, { header: { ...header, tlvs: new Uint8Array(0) }, expires: Date.now() + this.o.sessionTtlMs });
+    // The TLVs are copied (a session must not keep the whole datagram alive), and only when they are used.
+    const tlvs = this.o.tlvMetadata ? Uint8Array.from(header.tlvs) : new Uint8Array(0);
+    this.sessions.set(key, { header: { ...header, tlvs }, expires: Date.now() + this.o.sessionTtlMs });
   }
 
   /** Make room for one entry: expired sessions first, then the least recently used. */

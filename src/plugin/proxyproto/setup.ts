@@ -5,6 +5,7 @@ import { bareSetupError, type PluginDefinition, type SetupContext } from '../plu
 import { DurationError, parseDuration, toMillis } from '../pkg/duration.ts';
 import { parseCidr } from '../../wire/ip.ts';
 import { Policy, ProxyProtocolPolicy, type ProxyOptions } from './proxyproto.ts';
+import { ProxyProtoMetadata } from './handler.ts';
 
 /** Go's strconv.Atoi: an optional sign and decimal digits; undefined otherwise. */
 function atoi(s: string): number | undefined {
@@ -14,7 +15,7 @@ function atoi(s: string): number | undefined {
 /** Reads every `proxyproto` of the block (options accumulate across them, as CoreDNS's loop does). */
 export function parse(c: SetupContext): ProxyOptions {
   const d = c.dispenser;
-  const o: ProxyOptions = { allow: [], defaultPolicy: undefined, sessionTtlMs: 0, maxSessions: 0 };
+  const o: ProxyOptions = { allow: [], defaultPolicy: undefined, sessionTtlMs: 0, maxSessions: 0, tlvMetadata: false };
   while (d.next()) {
     if (d.remainingArgs().length !== 0) throw d.argErr();
     while (d.nextBlock()) {
@@ -57,8 +58,8 @@ export function parse(c: SetupContext): ProxyOptions {
         }
         case 'tlv_metadata':
           if (d.remainingArgs().length !== 0) throw d.argErr();
-          // CoreDNS publishes the PPv2 TLVs as the `proxyproto/tlv` label; nodens does not carry them to requests.
-          throw d.errf('tlv_metadata is not supported by nodens');
+          o.tlvMetadata = true;
+          break;
         default:
           throw bareSetupError(d.errf(`unknown option '${d.val()}'`));
       }
@@ -78,5 +79,7 @@ export const plugin: PluginDefinition = {
   setup(c) {
     const o = parse(c);
     c.config.setProxyProtocol(new ProxyProtocolPolicy(o, c.instance.log));
+    // tlv_metadata: a pass-through handler that is the metadata provider of `proxyproto/tlv`, as in CoreDNS.
+    if (o.tlvMetadata) c.addPlugin((next) => new ProxyProtoMetadata(next));
   },
 };
