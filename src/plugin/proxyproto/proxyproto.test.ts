@@ -219,3 +219,16 @@ test('a reload keeps the policy rule of CoreDNS: a listener opened without proxy
     await srv.stop();
   }
 });
+
+test('the per-address policy cache gives policyFor\'s answers, also past its bound', () => {
+  const p = new ProxyProtocolPolicy({ allow: [parseCidr('10.0.0.0/8')!], defaultPolicy: Policy.REJECT, sessionTtlMs: 0, maxSessions: 0, tlvMetadata: false }, new Log());
+  const hdr = v2Header({ command: 'proxy', proto: 'udp', src: { ip: '192.0.2.1', port: 7 }, dst: { ip: '127.0.0.1', port: 53 } });
+  const d = Buffer.concat([hdr, Buffer.alloc(12)]);
+  for (let i = 0; i < 5000; i++) {
+    const inside = i % 2 === 0;
+    const peer: ProxiedPeer = { address: inside ? `10.0.${i >> 8 & 255}.${i & 255}` : `172.16.${i >> 8 & 255}.${i & 255}`, port: 1, proto: 'udp', tlv: undefined };
+    const off = p.datagram(d, peer);
+    if (inside) assert.deepEqual([off, peer.address], [hdr.length, '192.0.2.1']);
+    else assert.equal(off, -1);
+  }
+});

