@@ -232,3 +232,34 @@ test('the per-address policy cache gives policyFor\'s answers, also past its bou
     else assert.equal(off, -1);
   }
 });
+
+test('random and mutated headers: readHeader only refuses (HeaderError), datagram() and stream() never throw', () => {
+  // A fixed-seed generator: the same inputs every run.
+  let seed = 0x2545f491;
+  const rnd = (n: number): number => { seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5; return (seed >>> 0) % n; };
+  const seeds = [
+    v1Header('TCP4', '192.0.2.1', '127.0.0.1', 1, 53), v1Header('TCP6', '2001:db8::1', '::1', 65535, 53),
+    v2Header({ command: 'proxy', proto: 'udp', src: { ip: '192.0.2.1', port: 1 }, dst: { ip: '127.0.0.1', port: 53 }, tlvs: Buffer.from([0xea, 0, 1, 9]) }),
+    v2Header({ command: 'local', proto: 'tcp', src: { ip: '2001:db8::2', port: 1 }, dst: { ip: '::1', port: 53 } }),
+  ];
+  const p = new ProxyProtocolPolicy({ allow: [], defaultPolicy: undefined, sessionTtlMs: 1000, maxSessions: 4, tlvMetadata: true }, new Log());
+  for (let i = 0; i < 20000; i++) {
+    const b = Buffer.from(seeds[rnd(seeds.length)]!);
+    const mutations = 1 + rnd(4);
+    for (let m = 0; m < mutations; m++) b[rnd(b.length)] = rnd(256);
+    const cut = b.subarray(0, rnd(b.length + 1));
+    for (const stream of [false, true]) {
+      try {
+        readHeader(cut, stream);
+      } catch (e) {
+        assert.ok(e instanceof HeaderError, `${(e as Error).stack} for ${cut.toString('hex')}`);
+      }
+    }
+    const peer: ProxiedPeer = { address: '127.0.0.1', port: 1000 + rnd(8), proto: 'udp', tlv: undefined };
+    const off = p.datagram(cut, peer);
+    assert.ok(off >= -1 && off <= cut.length);
+    const tp: ProxiedPeer = { address: '127.0.0.1', port: 1, proto: 'tcp', tlv: undefined };
+    const n = p.stream(cut, tp);
+    assert.ok(n >= -2 && n <= cut.length);
+  }
+});
