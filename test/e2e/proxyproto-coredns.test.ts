@@ -82,7 +82,7 @@ function udp(port: number, payload: Buffer, srcPort: number, ms = 400): Promise<
 }
 
 /** A TCP connection that sends `head` then a framed query; the first reply, 'closed', or 'silence'. */
-function tcp(port: number, head: Buffer, q: Buffer, srcPort: number, ms = 1500): Promise<Buffer | string> {
+function tcp(port: number, head: Buffer, q: Buffer, srcPort: number, ms = 1500, splitAt = -1): Promise<Buffer | string> {
   return new Promise((resolve) => {
     const c = net.connect({ port, host: '127.0.0.1', localAddress: '127.0.0.1', localPort: srcPort });
     let buf = Buffer.alloc(0);
@@ -93,7 +93,11 @@ function tcp(port: number, head: Buffer, q: Buffer, srcPort: number, ms = 1500):
       const frame = Buffer.alloc(2 + q.length);
       frame.writeUInt16BE(q.length, 0);
       q.copy(frame, 2);
-      c.write(Buffer.concat([head, frame]));
+      const all = Buffer.concat([head, frame]);
+      if (splitAt < 0) { c.write(all); return; }
+      // Two segments 150 ms apart: the server reads the first alone.
+      c.write(all.subarray(0, splitAt));
+      setTimeout(() => { if (!c.destroyed) c.write(all.subarray(splitAt)); }, 150);
     });
     c.on('data', (d) => {
       buf = Buffer.concat([buf, d]);
@@ -164,14 +168,20 @@ test('UDP: udp_session_tracking: a header-only datagram opens a session for the 
 });
 
 test('TCP: v1 and v2 headers name the client; a v2 UDP header makes the request UDP; bad headers close', async () => {
-  const v1 = await same('v1', (s, p) => tcp(s.ports.use, v1Header('TCP4', '192.0.2.20', '127.0.0.1', 6000, 53), query('q.example.'), p));
-  assert.match(v1, /192\.0\.2\.20/);
+  const v1line = await same('v1', (s, p) => tcp(s.ports.use, v1Header('TCP4', '192.0.2.20', '127.0.0.1', 6000, 53), query('q.example.'), p));
+  assert.match(v1line, /192\.0\.2\.20/);
   await same('v1 tcp6', (s, p) => tcp(s.ports.use, v1Header('TCP6', '2001:db8::20', '::1', 6001, 53), query('r.example.'), p));
   await same('v1 unknown', (s, p) => tcp(s.ports.use, Buffer.from('PROXY UNKNOWN\r\n'), query('s.example.'), p));
   await same('v2 tcp', (s, p) => tcp(s.ports.use, v2Header({ command: 'proxy', proto: 'tcp', src: { ip: '192.0.2.21', port: 6002 }, dst: DST4 }), query('t.example.'), p));
   const u = await same('v2 udp over tcp', (s, p) => tcp(s.ports.use, v2Header({ command: 'proxy', proto: 'udp', src: { ip: '192.0.2.22', port: 6003 }, dst: DST4 }), query('u.example.'), p));
   assert.match(u, /_udp/);
   await same('no header', (s, p) => tcp(s.ports.use, Buffer.alloc(0), query('v.example.'), p));
+  // go-proxyproto's rule: a v1 line must be in the connection's first bytes; a signature alone may wait for more.
+  const v1 = v1Header('TCP4', '192.0.2.24', '127.0.0.1', 6005, 53);
+  assert.equal(await same('v1 split after the signature', (s, p) => tcp(s.ports.use, v1, query('vs.example.'), p, 1500, 11)), 'closed');
+  assert.match(await same('v1 split inside the signature', (s, p) => tcp(s.ports.use, v1, query('vt.example.'), p, 1500, 3)), /192\.0\.2\.24/);
+  const v2 = v2Header({ command: 'proxy', proto: 'tcp', src: { ip: '192.0.2.25', port: 6006 }, dst: DST4 });
+  assert.match(await same('v2 split', (s, p) => tcp(s.ports.use, v2, query('vu.example.'), p, 1500, 20)), /192\.0\.2\.25/);
   assert.equal(await same('bad v1', (s, p) => tcp(s.ports.use, Buffer.from('PROXY TCP4 1.2.3 127.0.0.1 1 53\r\n'), query('w.example.'), p)), 'closed');
   assert.equal(await same('bad v2', (s, p) => tcp(s.ports.use, Buffer.from([0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d, 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a, 0x21, 0x13, 0, 12, ...new Array<number>(12).fill(0)]), query('x.example.'), p)), 'closed');
   // Untrusted: ignore keeps the connection's peer, reject closes.
