@@ -5,7 +5,7 @@
 
 import type {
   BlockConfig, Handler, InstanceServices, LifecycleHook, Lineage, MetadataCollector, PluginFactory, ReloadControl,
-  RouteFilter, ServerTlsConfig, SetupContext, UdpWriterFactory,
+  ProxyProtocol, RouteFilter, ServerTlsConfig, SetupContext, UdpWriterFactory,
 } from '../plugin/plugin.ts';
 import { parseCorefile, type ServerBlock } from '../corefile/parser.ts';
 import { parseKey, zoneAddrString, type ZoneAddr } from '../corefile/address.ts';
@@ -18,7 +18,7 @@ import type { DohListener, HttpsListenerOptions } from './doh.ts';
 import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, tlsConflict } from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
-import { processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
+import { isBareSetupError, processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
 import { defaultCorefile } from './loader.ts';
 
 export interface InstanceOptions {
@@ -89,6 +89,8 @@ class Block implements BlockConfig {
   readonly filters: RouteFilter[] = [];
   collector: MetadataCollector | undefined;
   udpWriter: UdpWriterFactory | undefined;
+  proxyProtocol: ProxyProtocol | undefined;
+  numSockets?: number;
 
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
@@ -114,6 +116,10 @@ class Block implements BlockConfig {
   setUdpWriter(factory: UdpWriterFactory): void {
     this.udpWriter = factory;
   }
+
+  setProxyProtocol(p: ProxyProtocol): void {
+    this.proxyProtocol = p;
+  }
 }
 
 export interface Hooks {
@@ -136,7 +142,10 @@ export class Instance implements InstanceServices {
   private readonly blocks: Block[] = [];
   private readonly tables = new Map<string, ServeTable>();
   private readonly hostsOf = new Map<string, { host: string; port: string; transport: string }>();
-  private readonly listenersByAddr = new Map<string, ServerListener>();
+  /** The listeners of each address: one, or *multisocket*'s count (each its own SO_REUSEPORT sockets). */
+  private readonly listenersByAddr = new Map<string, ServerListener[]>();
+  /** *multisocket*: sockets per address, from the first block on the address that sets it (CoreDNS's group[0]). */
+  private readonly socketsOf = new Map<string, number>();
   /** Per `tls://` and `https://` address: the certificate its blocks share, and the DoH limits. */
   private readonly secureOf = new Map<string, HttpsListenerOptions>();
   private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
@@ -197,7 +206,8 @@ export class Instance implements InstanceServices {
         } catch (e) {
           const msg = e instanceof Error ? e.message : String(e);
           const prefix = `plugin/${name}: `;
-          throw new StartupError(msg.startsWith(prefix) ? msg : prefix + msg);
+          // An error a CoreDNS setup returns without plugin.Error (bareSetupError) prints as it is.
+          throw new StartupError(msg.startsWith(prefix) || isBareSetupError(e) ? msg : prefix + msg);
         }
       }
     }
@@ -237,6 +247,7 @@ export class Instance implements InstanceServices {
     const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean; filtered: boolean }>();
     const connByAddr = new Map<string, ConnectionLimits>();
     const udpWriterByAddr = new Map<string, UdpWriterFactory>();
+    const proxyByAddr = new Map<string, ProxyProtocol>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https') {
@@ -266,6 +277,8 @@ export class Instance implements InstanceServices {
             zones = new Map();
             zonesByAddr.set(addr, zones);
             this.hostsOf.set(addr, { host, port: za.port, transport: za.transport });
+            // multisocket: CoreDNS's makeServersForGroup takes the count of the group's first config.
+            this.socketsOf.set(addr, block.numSockets ?? 1);
             flags.set(addr, { chaos: false, debug: false, stacktrace: false, filtered: false });
           }
           const list = zones.get(za.zone);
@@ -285,6 +298,8 @@ export class Instance implements InstanceServices {
           if (block.maxTcpQueries !== undefined) c.maxTcpQueries = block.maxTcpQueries;
           // A UDP write discipline (shed): as CoreDNS's NewServer, the last block on the address with one wins.
           if (block.udpWriter !== undefined) udpWriterByAddr.set(addr, block.udpWriter);
+          // proxyproto: as CoreDNS's NewServer, the last block on the address with a policy wins.
+          if (block.proxyProtocol !== undefined) proxyByAddr.set(addr, block.proxyProtocol);
         }
       }
     }
@@ -306,7 +321,7 @@ export class Instance implements InstanceServices {
       const table: ServeTable = {
         name: addr, zones, zoneLengths, filtered: f.filtered, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
         log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
-        udpWriter: udpWriterByAddr.get(addr),
+        udpWriter: udpWriterByAddr.get(addr), proxy: proxyByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);
@@ -381,39 +396,50 @@ export class Instance implements InstanceServices {
       for (const [addr, table] of this.tables) {
         const secure = this.secureOf.get(addr);
         const inherited = previous?.listenersByAddr.get(addr);
-        // A listener is a TLS server or not: one that changes kind is replaced (SO_REUSEPORT lets both bind).
-        if (inherited !== undefined && (inherited.tlsConfig === undefined) === (secure?.tls === undefined)) {
+        const count = this.socketsOf.get(addr) ?? 1;
+        // A listener is a TLS server or not: one that changes kind is replaced (SO_REUSEPORT lets both bind), and
+        // so is a group whose multisocket count changed.
+        if (inherited !== undefined && inherited.length === count && (inherited[0]!.tlsConfig === undefined) === (secure?.tls === undefined)) {
           this.listenersByAddr.set(addr, inherited);
           continue;
         }
         const { host, port, transport } = this.hostsOf.get(addr)!;
-        const l = transport === 'https'
-          ? new (await dohModule()).DohListener(host, Number(port), table, secure!)
-          : new DnsListener(host, Number(port), table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
-        await l.listen();
-        opened.push(l);
-        this.listenersByAddr.set(addr, l);
+        const group: ServerListener[] = [];
+        let bound = Number(port);
+        for (let i = 0; i < count; i++) {
+          const l = transport === 'https'
+            ? new (await dohModule()).DohListener(host, bound, table, secure!)
+            : new DnsListener(host, bound, table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
+          await l.listen();
+          opened.push(l);
+          group.push(l);
+          // Port 0: the other sockets of the group share the port the first one got.
+          bound = l.port;
+        }
+        this.listenersByAddr.set(addr, group);
       }
     } catch (e) {
       for (const l of opened) await l.close(0);
       throw e;
     }
     // Every socket is ready: switch all inherited listeners to the new tables (and certificates) at once.
-    for (const [addr, l] of this.listenersByAddr) {
+    for (const [addr, group] of this.listenersByAddr) {
       const table = this.tables.get(addr)!;
       const secure = this.secureOf.get(addr);
-      if (isDohListener(l)) l.reconfigure(table, secure!);
-      else if (secure?.tls !== undefined && l instanceof DnsListener) l.reconfigure(table, secure.tls);
-      else l.table = table;
+      for (const l of group) {
+        if (isDohListener(l)) l.reconfigure(table, secure!);
+        else if (secure?.tls !== undefined && l instanceof DnsListener) l.reconfigure(table, secure.tls);
+        else l.table = table;
+      }
     }
   }
 
   /** Close listeners this instance owns that `next` did not take over (all of them when next is undefined). */
   async closeListeners(next?: Instance): Promise<void> {
     const closing: Promise<void>[] = [];
-    for (const [addr, l] of this.listenersByAddr) {
-      if (next?.listenersByAddr.get(addr) === l) continue;
-      closing.push(l.close());
+    for (const [addr, group] of this.listenersByAddr) {
+      if (next?.listenersByAddr.get(addr) === group) continue;
+      for (const l of group) closing.push(l.close());
     }
     await Promise.all(closing);
   }
@@ -433,7 +459,7 @@ export class Instance implements InstanceServices {
   factoriesOf(i: number): readonly PluginFactory[] { return this.blocks[i]?.factories ?? []; }
 
   /** The listeners, with the port each actually bound (useful with port 0). */
-  listeners(): ServerListener[] { return [...this.listenersByAddr.values()]; }
+  listeners(): ServerListener[] { return [...this.listenersByAddr.values()].flat(); }
 
   blockConfigs(): BlockConfig[] { return this.blocks; }
 
@@ -445,7 +471,8 @@ export class Instance implements InstanceServices {
     const groups: string[][] = [];
     for (const [addr, table] of this.tables) {
       const out: string[] = [];
-      groups.push(out);
+      // multisocket: each of CoreDNS's servers of the address prints its own lines.
+      for (let i = 0; i < (this.socketsOf.get(addr) ?? 1); i++) groups.push(out);
       const { host, port, transport } = this.hostsOf.get(addr)!;
       const scheme = transport === 'dns' ? '' : transport + '://';
       for (const zone of [...table.zones.keys()].sort()) {

@@ -10,7 +10,7 @@ import dns, { type LookupOneOptions } from 'node:dns';
 import net from 'node:net';
 import type tls from 'node:tls';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
-import type { ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
+import type { ProxiedPeer, ProxyProtocol, ServerTlsConfig, UdpSocket, UdpWriter } from '../plugin/plugin.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
 import { plainAddress } from '../wire/ip.ts';
 import { NativeUdp, udpAddon, udpPath, type NativeReplySink } from './udp-native.ts';
@@ -96,6 +96,14 @@ export class DnsListener implements ServerListener {
   readonly tcpMaxConnections: number;
   readonly transport: 'dns' | 'tls';
   tlsConfig: ServerTlsConfig | undefined;
+  /**
+   * PROXY protocol (proxyproto), fixed when the sockets open. As in CoreDNS, where caddy hands a reload the old
+   * sockets only when they are not wrapped: a reload changes (or drops) the policy of a listener that had one,
+   * and cannot add one to a listener opened without it.
+   */
+  proxy: ProxyProtocol | undefined;
+  /** The client a PROXY header names (scratch for the UDP path: one datagram at a time). */
+  private readonly peer: ProxiedPeer = { address: '', port: 0, proto: 'udp', tlv: undefined };
 
   constructor(host: string, port: number, table: ServeTable, opts: ListenerOptions = {}) {
     this.host = host;
@@ -106,12 +114,14 @@ export class DnsListener implements ServerListener {
     this.tcpMaxConnections = opts.tcpMaxConnections ?? TCP_MAX_CONNECTIONS;
     this.transport = opts.transport ?? 'dns';
     this.tlsConfig = opts.tls;
+    this.proxy = table.proxy;
   }
 
   /** The routing table in force; a reload replaces it (the UDP write discipline of the new one is made at once). */
   get table(): ServeTable { return this.tableRef; }
   set table(t: ServeTable) {
     this.tableRef = t;
+    if (this.proxy !== undefined) this.proxy = t.proxy;
     const sock = this.udp;
     if (t.udpWriter !== undefined && sock !== undefined) this.writerFor(t, sock, this.udpLocalAddress, this.udpLocalPort);
   }
@@ -194,6 +204,7 @@ export class DnsListener implements ServerListener {
           const out = table.udpWriter === undefined ? sock : this.writerFor(table, sock, localAddress, localPort);
           const sink = new UdpSink(out, rinfo.address, rinfo.port);
           const remote = plainAddress(rinfo.address);
+          if (this.proxy !== undefined) { this.proxied(table, buf, remote, rinfo.port, localAddress, localPort, sink); return; }
           this.track(serveMessage(table, buf, 'udp', remote, rinfo.port, localAddress, localPort, sink));
         });
         resolve();
@@ -207,8 +218,22 @@ export class DnsListener implements ServerListener {
     const sock = this.udp;
     // With a write discipline (shed), replies go through the socket's writer for this configuration.
     if (table.udpWriter !== undefined && sock !== undefined) sink.writer = this.writerFor(table, sock, this.udpLocalAddress, this.udpLocalPort);
+    if (this.proxy !== undefined) { this.proxied(table, wire, remote, remotePort, this.udpLocalAddress, this.udpLocalPort, sink); return; }
     this.track(serveMessage(table, wire, 'udp', remote, remotePort, this.udpLocalAddress, this.udpLocalPort, sink));
   };
+
+  /** A datagram on an address with PROXY protocol: the header is stripped, the client it names is the remote. */
+  private proxied(table: ServeTable, wire: Buffer, remote: string, remotePort: number, localAddress: string, localPort: number, sink: ReplySink): void {
+    const peer = this.peer;
+    peer.address = remote;
+    peer.port = remotePort;
+    peer.proto = 'udp';
+    peer.tlv = undefined;
+    const off = this.proxy!.datagram(wire, peer);
+    if (off < 0) return;
+    // The reply still goes to the datagram's sender (the sink keeps it): only the request sees the client.
+    this.track(serveMessage(table, off === 0 ? wire : wire.subarray(off), peer.proto, peer.address, peer.port, localAddress, localPort, sink, peer.tlv));
+  }
 
   private async bindTcp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
@@ -399,8 +424,14 @@ class TcpConnection implements ReplySink {
   /** The deadline of the current read; re-armed with refresh(), replaced only when its length changes. */
   private timer: NodeJS.Timeout;
   private timerMs: number;
-  private readonly remoteAddress: string;
-  private readonly remotePort: number;
+  private remoteAddress: string;
+  private remotePort: number;
+  /** `tcp`, or what a PROXY header's transport makes the request report. */
+  private proto: 'udp' | 'tcp' = 'tcp';
+  /** The PROXY header's TLVs in hex, for every query of the connection (proxyproto's tlv_metadata). */
+  private proxyTlv: string | undefined;
+  /** PROXY protocol: the connection's header is not decided yet (its first bytes wait in `pending`). */
+  private proxyHead: boolean;
   private readonly localAddress: string;
   private readonly localPort: number;
   /** Queries read from this connection (for `timeouts { maxtcpqueries }`). */
@@ -418,6 +449,7 @@ class TcpConnection implements ReplySink {
     this.remotePort = socket.remotePort ?? 0;
     this.localAddress = plainAddress(socket.localAddress ?? '');
     this.localPort = socket.localPort ?? 0;
+    this.proxyHead = listener.proxy !== undefined;
     this.timerMs = listener.table.readTimeoutMs ?? listener.tcpReadTimeoutMs;
     this.timer = setTimeout(this.onDeadline, this.timerMs).unref();
     socket.on('error', () => { /* reset by peer etc.: the close event cleans up */ });
@@ -499,8 +531,35 @@ class TcpConnection implements ReplySink {
   private onData(chunk: Buffer): void {
     if (this.ended) return;
     this.pending = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
+    if (this.proxyHead && !this.proxyHeader()) return;
     if (!this.busy) this.drain();
     this.throttle();
+  }
+
+  /**
+   * Decide the PROXY header from the connection's first bytes (go-proxyproto's Conn, on the first read): false
+   * while more bytes are needed or once the connection is closed, true when the DNS stream may be read.
+   */
+  private proxyHeader(): boolean {
+    const proxy = this.listener.proxy;
+    if (proxy === undefined) { this.proxyHead = false; return true; }
+    const peer: ProxiedPeer = { address: this.remoteAddress, port: this.remotePort, proto: 'tcp', tlv: undefined };
+    const n = proxy.stream(this.pending!, peer);
+    if (n === -2) return false;
+    if (n === -1) {
+      // go-proxyproto fails the read; miekg closes the connection without a word.
+      this.ended = true;
+      this.pending = undefined;
+      this.socket.destroy();
+      return false;
+    }
+    this.proxyHead = false;
+    this.remoteAddress = peer.address;
+    this.remotePort = peer.port;
+    this.proto = peer.proto;
+    this.proxyTlv = peer.tlv;
+    if (n > 0) this.pending = this.pending!.length === n ? undefined : this.pending!.subarray(n);
+    return true;
   }
 
   private drain(): void {
@@ -528,8 +587,8 @@ class TcpConnection implements ReplySink {
       this.reading = false;
       this.served++;
       const l = this.listener;
-      const p = serveMessage(l.table, frame, 'tcp', this.remoteAddress, this.remotePort,
-        this.localAddress, this.localPort, this);
+      const p = serveMessage(l.table, frame, this.proto, this.remoteAddress, this.remotePort,
+        this.localAddress, this.localPort, this, this.proxyTlv);
       if (p !== undefined) {
         this.busy = true;
         l.track(p);

@@ -5,7 +5,7 @@
 
 import { channel } from 'node:diagnostics_channel';
 import type {
-  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory,
+  DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory, ProxyProtocol,
 } from '../plugin/plugin.ts';
 import { PluginError, ServeChannels, isClientErrorRcode } from '../plugin/plugin.ts';
 import type { Edns, EdnsOption, Message, OpaqueData } from '../wire/types.ts';
@@ -75,6 +75,8 @@ export interface ServeTable extends ConnectionLimits {
   readonly ednsSupported: ReadonlySet<number>;
   /** A block's UDP write discipline (BlockConfig.setUdpWriter, e.g. shed); undefined: replies go straight to the socket. */
   readonly udpWriter?: UdpWriterFactory;
+  /** PROXY protocol on this address (BlockConfig.setProxyProtocol, proxyproto); undefined: none is parsed. */
+  readonly proxy?: ProxyProtocol;
   /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
   router?: SubQueryRouter;
 }
@@ -96,7 +98,7 @@ const HEADER_LEN = 12;
 export function serveMessage(
   table: ServeTable, wire: Buffer, proto: Transport,
   remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
-  sink: ReplySink,
+  sink: ReplySink, proxyTlv?: string,
 ): void | Promise<void> {
   if (wire.length < HEADER_LEN) return; // too short to even answer
   const flagsHi = wire[2]!;
@@ -115,8 +117,11 @@ export function serveMessage(
   // if a plugin asks for it, which a cache hit or a hosts answer does not.
   const scanned = scanQuery(wire);
   if (scanned !== undefined) {
-    return serveRequest(table, new Request(undefined, wire, proto, remoteAddress, remotePort, localAddress, localPort,
-      table.name, process.hrtime.bigint(), table.router, scanned), sink);
+    const req = new Request(undefined, wire, proto, remoteAddress, remotePort, localAddress, localPort,
+      table.name, process.hrtime.bigint(), table.router, scanned);
+    // PROXY protocol TLVs (proxyproto's tlv_metadata): only requests that carry them pay for the value.
+    if (proxyTlv !== undefined) req.setValue(PROXY_TLV_VALUE, proxyTlv);
+    return serveRequest(table, req, sink);
   }
   let msg: Message;
   try {
@@ -128,8 +133,12 @@ export function serveMessage(
 
   const req = new Request(msg, wire, proto, remoteAddress, remotePort, localAddress, localPort,
     table.name, process.hrtime.bigint(), table.router);
+  if (proxyTlv !== undefined) req.setValue(PROXY_TLV_VALUE, proxyTlv);
   return serveRequest(table, req, sink);
 }
+
+/** The request value (`Request.value`) holding a PROXY header's TLV vector in hex (ProxiedPeer.tlv). */
+export const PROXY_TLV_VALUE = 'proxyproto/tlv';
 
 /**
  * One DNS-over-HTTPS message (CoreDNS's doh.RequestToMsgWire → dnsutil.UnpackRequest): what miekg's accept

@@ -137,6 +137,43 @@ export interface BlockConfig {
    * that socket to the writer it returned instead of sending it itself. Without one, replies go straight to the socket.
    */
   setUdpWriter(factory: UdpWriterFactory): void;
+  /**
+   * PROXY protocol on this block's plain-DNS listeners (CoreDNS's Config.ProxyProtoConnPolicy, what *proxyproto*
+   * sets): of the blocks sharing a listen address, the last that sets one wins. Without one, nothing is parsed.
+   */
+  setProxyProtocol(p: ProxyProtocol): void;
+  /** Set by *multisocket*: how many SO_REUSEPORT sockets each of the block's listen addresses opens (unset: 1). */
+  numSockets?: number;
+}
+
+/** A client as the PROXY protocol header names it (in: the socket's peer; out: the client the server sees). */
+export interface ProxiedPeer {
+  address: string;
+  port: number;
+  /** The transport the request reports (`udp` for a datagram header over TCP, as CoreDNS's Request.Proto says). */
+  proto: 'udp' | 'tcp';
+  /**
+   * The header's TLV vector in hex when the policy captures it (proxyproto's `tlv_metadata`), else undefined: the
+   * server hands it to the request as its `proxyproto/tlv` value (`Request.value`).
+   */
+  tlv: string | undefined;
+}
+
+/**
+ * PROXY protocol (v1, v2) on a listen address (set through `BlockConfig.setProxyProtocol`). The listeners call it
+ * only where it is set, so an address without it pays nothing.
+ */
+export interface ProxyProtocol {
+  /**
+   * One UDP datagram from `peer`: -1 drops it (logged by the implementation), else the offset of the DNS message in
+   * `wire` (after a header); `peer` then names the client the request sees.
+   */
+  datagram(wire: Buffer, peer: ProxiedPeer): number;
+  /**
+   * The first bytes of a TCP connection from `peer` (all received so far): -2 when more are needed to decide, -1 when
+   * the connection must close, else the length of the header to strip (0: none); `peer` then names the client.
+   */
+  stream(head: Buffer, peer: ProxiedPeer): number;
 }
 
 /** The part of a UDP socket a write discipline sends through (node:dgram's `Socket.send`). */
@@ -199,6 +236,8 @@ export interface ServerLogger {
    * fields (CoreDNS's log plugin). Field values: strings, numbers, booleans, null.
    */
   infoAttrs?(msg: string, attrs: Record<string, string | number | boolean | null>): void;
+  /** A line as Go's standard logger prints it (caddy's own lines: no level added); JSON records with -log-format json. */
+  std?(line: string): void;
   /** True while [DEBUG] lines are printed. */
   readonly debugEnabled: boolean;
   /** True with -log-format json (or an embedder's `log.format: 'json'`). */
@@ -335,4 +374,21 @@ export interface PluginDefinition {
   readonly name: string;
   /** Parse the directive's tokens and register handlers/hooks. Throw to abort startup. */
   setup(c: SetupContext): void | Promise<void>;
+}
+
+const BARE = Symbol('nodens.bareSetupError');
+
+/**
+ * Marks an error a setup throws as one CoreDNS's setup returns without `plugin.Error` (a caddy Controller's Errf or
+ * ArgErr as it is, e.g. proxyproto's unknown option, or any error of the caddy-level `on` plugin): the server
+ * prints it without the `plugin/<name>: ` prefix.
+ */
+export function bareSetupError<E extends Error>(e: E): E {
+  (e as unknown as Record<symbol, boolean>)[BARE] = true;
+  return e;
+}
+
+/** True for an error marked by bareSetupError. */
+export function isBareSetupError(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[BARE] === true;
 }
