@@ -81,6 +81,8 @@ export abstract class GoStruct {
   addrString(): string | undefined { return undefined; }
   /** fmt's %v of the struct without a String method: its fields in order. */
   fieldValues(): unknown[] { return []; }
+  /** The names of fieldValues' fields, which %+v prints. */
+  fieldNames(): readonly string[] { return []; }
 }
 
 export const NO_FIELD: unique symbol = Symbol('no field');
@@ -496,7 +498,7 @@ function fmtU(cp: number): string {
 export type Node =
   | TextNode | ActionNode | IfNode | RangeNode | WithNode | ListNode | BreakNode | ContinueNode
   | PipeNode | CommandNode | FieldNode | ChainNode | VariableNode | IdentifierNode | DotNode | NilNode
-  | BoolNode | NumberNode | StringNode | EndNode | ElseNode;
+  | BoolNode | NumberNode | StringNode | TemplateNode | EndNode | ElseNode;
 
 interface Base { pos: number }
 export interface TextNode extends Base { kind: 'text'; text: string }
@@ -521,6 +523,8 @@ export interface NumberNode extends Base {
   int: bigint; float: number;
 }
 export interface StringNode extends Base { kind: 'string'; quoted: string; text: string }
+/** `{{template "NAME" PIPE}}` (also what a block leaves in its parent). */
+export interface TemplateNode extends Base { kind: 'template'; name: string; pipe: PipeNode | undefined }
 interface EndNode extends Base { kind: 'end' }
 interface ElseNode extends Base { kind: 'else' }
 
@@ -556,20 +560,27 @@ export function nodeString(n: Node): string {
     case 'bool': return n.value ? 'true' : 'false';
     case 'number': return n.text;
     case 'string': return n.quoted;
+    case 'template': return `{{template ${goQuote(n.name)}${n.pipe === undefined ? '' : ' ' + nodeString(n.pipe)}}}`;
     case 'end': return '{{end}}';
     case 'else': return '{{else}}';
   }
 }
+
+/** Go's parse.IsEmptyTree: only blank text (Unicode white space, as bytes.TrimSpace) and comments. */
+function isEmptyTree(n: ListNode): boolean {
+  return n.nodes.every((x) => x.kind === 'text' && GO_SPACE_ONLY.test(x.text));
+}
+
+/** unicode.IsSpace's runes (JS's \s adds U+FEFF and lacks U+0085). */
+const GO_SPACE_ONLY = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 
 // ---------------------------------------------------------------- parser
 
 /** The builtins this engine implements (Go's names). */
 const BUILTINS = new Set([
   'and', 'or', 'not', 'len', 'index', 'slice', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-  'print', 'printf', 'println', 'html', 'urlquery',
+  'print', 'printf', 'println', 'html', 'urlquery', 'js', 'call',
 ]);
-/** Go builtins deliberately left out: parsing a template that uses them fails. */
-const UNSUPPORTED_BUILTINS = new Set(['call', 'js']);
 
 class Parser {
   readonly name: string;
@@ -581,6 +592,8 @@ class Parser {
   rangeDepth = 0;
   lastLine = 1;
   actionLine = 0;
+  /** Go's treeSet: every template the text defines, by name (the main one under `name`). */
+  readonly trees = new Map<string, ListNode>();
 
   constructor(name: string, text: string, funcs: ReadonlyMap<string, GoFunc>) {
     this.name = name;
@@ -634,7 +647,8 @@ class Parser {
     return t;
   }
 
-  parse(): ListNode {
+  /** Go's Tree.Parse: the main template and the ones it defines, into `trees`. */
+  parse(): void {
     const lx = new Lexer(this.text);
     this.items = lx.run();
     const root: ListNode = { kind: 'list', pos: this.peek().pos, nodes: [] };
@@ -642,14 +656,94 @@ class Parser {
       if (this.peek().typ === I.leftDelim) {
         const save = this.idx;
         this.nextItem();
-        if (this.nextNonSpace().typ === I.define) this.errorf('{{define}} is not supported');
+        if (this.nextNonSpace().typ === I.define) {
+          this.definition();
+          continue;
+        }
         this.idx = save;
       }
       const n = this.textOrAction();
       if (n.kind === 'end' || n.kind === 'else') this.errorf(`unexpected ${nodeString(n)}`);
       root.nodes.push(n);
     }
-    return root;
+    this.add(this.name, root);
+  }
+
+  /** Go's Tree.add: a second non-empty definition of a name is an error; an empty one yields. */
+  add(name: string, root: ListNode): void {
+    const old = this.trees.get(name);
+    if (old === undefined || isEmptyTree(old)) {
+      this.trees.set(name, root);
+      return;
+    }
+    if (!isEmptyTree(root)) this.errorf(`template: multiple definition of template ${goQuote(name)}`);
+  }
+
+  /**
+   * A template body parsed as Go parses it in a tree of its own (define,
+   * block): no variables but `$`, outside any range.
+   */
+  subTree(): [ListNode, Node] {
+    const vars = this.vars;
+    const depth = this.rangeDepth;
+    this.vars = ['$'];
+    this.rangeDepth = 0;
+    try {
+      return this.itemList();
+    } finally {
+      this.vars = vars;
+      this.rangeDepth = depth;
+    }
+  }
+
+  /** `{{define "NAME"}}...{{end}}` at the top level (Go's parseDefinition). */
+  definition(): void {
+    const context = 'define clause';
+    const tok = this.nextNonSpace();
+    if (tok.typ !== I.string && tok.typ !== I.rawString) this.unexpected(tok, context);
+    const name = goUnquote(tok.val);
+    if (name === undefined) this.errorf('invalid syntax');
+    this.expect(I.rightDelim, context);
+    const [list, end] = this.subTree();
+    if (end.kind !== 'end') this.errorf(`unexpected ${nodeString(end)} in ${context}`);
+    this.add(name, list);
+  }
+
+  templateName(tok: Item, context: string): string {
+    if (tok.typ !== I.string && tok.typ !== I.rawString) this.unexpected(tok, context);
+    const name = goUnquote(tok.val);
+    if (name === undefined) this.errorf('invalid syntax');
+    return name;
+  }
+
+  /** `{{template "NAME" [PIPELINE]}}`. */
+  templateControl(): TemplateNode {
+    const tok = this.nextNonSpace();
+    const name = this.templateName(tok, 'template clause');
+    let pipe: PipeNode | undefined;
+    if (this.nextNonSpace().typ !== I.rightDelim) {
+      this.backup();
+      // Variables declared here persist until the enclosing end, as in Go.
+      pipe = this.pipeline('template clause', I.rightDelim);
+    }
+    return { kind: 'template', pos: tok.pos, name, pipe };
+  }
+
+  /** `{{block "NAME" PIPELINE}}...{{end}}`: defines NAME and invokes it. */
+  blockControl(): TemplateNode {
+    const context = 'block clause';
+    const tok = this.nextNonSpace();
+    const name = this.templateName(tok, context);
+    const pipe = this.pipeline(context, I.rightDelim);
+    // Go reports the missing end with the line of the block's own last token.
+    const line = this.lastLine;
+    const [list, end] = this.subTree();
+    if (end.kind !== 'end') {
+      this.lastLine = line;
+      this.errorf(`unexpected ${nodeString(end)} in ${context}`);
+    }
+    this.add(name, list);
+    return { kind: 'template', pos: tok.pos, name, pipe };
   }
 
   textOrAction(): Node {
@@ -671,8 +765,8 @@ class Parser {
   action(): Node {
     const t = this.nextNonSpace();
     switch (t.typ) {
-      case I.block: this.errorf('{{block}} is not supported'); break;
-      case I.template: this.errorf('{{template}} is not supported'); break;
+      case I.block: return this.blockControl();
+      case I.template: return this.templateControl();
       case I.break: return this.breakControl(t, 'break');
       case I.continue: return this.breakControl(t, 'continue');
       case I.else: return this.elseControl();
@@ -831,7 +925,6 @@ class Parser {
     const t = this.nextNonSpace();
     switch (t.typ) {
       case I.identifier:
-        if (UNSUPPORTED_BUILTINS.has(t.val)) this.errorf(`function ${goQuote(t.val)} is not supported`);
         if (!BUILTINS.has(t.val) && !this.funcs.has(t.val)) this.errorf(`function ${goQuote(t.val)} not defined`);
         return { kind: 'identifier', pos: t.pos, name: t.val };
       case I.dot: return { kind: 'dot', pos: t.pos };
@@ -1005,8 +1098,14 @@ export function goUnquote(q: string): string | undefined {
   return Buffer.from(bytes).toString('utf8');
 }
 
-/** Go's strconv.Quote (ASCII-printable and printable Unicode kept). */
-export function goQuote(s: string): string {
+/** Go's unicode.IsPrint for one rune: letters, marks, numbers, punctuation, symbols, and the ASCII space only. */
+function isGoPrint(ch: string): boolean {
+  return ch === ' ' || GO_PRINT.test(ch);
+}
+const GO_PRINT = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u;
+
+/** Go's strconv.Quote (ASCII-printable and printable Unicode kept); QuoteToASCII when `ascii`. */
+export function goQuote(s: string, ascii = false): string {
   let out = '"';
   for (const ch of s) {
     const cp = ch.codePointAt(0)!;
@@ -1023,7 +1122,7 @@ export function goQuote(s: string): string {
     }
     if (cp < 0x20 || cp === 0x7f) out += '\\x' + cp.toString(16).padStart(2, '0');
     else if (cp === 0xfffd && ch !== '\ufffd') out += '\\ufffd';
-    else if (cp >= 0x80 && !/^[\p{L}\p{M}\p{N}\p{P}\p{S}\p{Zs}]$/u.test(ch)) {
+    else if (cp >= 0x80 && (ascii || !isGoPrint(ch))) {
       out += cp > 0xffff ? '\\U' + cp.toString(16).padStart(8, '0') : '\\u' + cp.toString(16).padStart(4, '0');
     } else out += ch;
   }
@@ -1038,6 +1137,8 @@ export class GoTemplate {
   readonly text: string;
   readonly root: ListNode;
   readonly funcs: ReadonlyMap<string, GoFunc>;
+  /** Every template of the text by name ({{define}}, {{block}}; the main one under `name`). */
+  readonly trees: ReadonlyMap<string, ListNode>;
 
   /**
    * For a template of only text and `{{ .Field }}` actions: the text parts and
@@ -1046,18 +1147,21 @@ export class GoTemplate {
    */
   private readonly simple: string[] | undefined;
 
-  private constructor(name: string, text: string, root: ListNode, funcs: ReadonlyMap<string, GoFunc>) {
+  private constructor(name: string, text: string, trees: ReadonlyMap<string, ListNode>, funcs: ReadonlyMap<string, GoFunc>) {
     this.name = name;
     this.text = text;
-    this.root = root;
+    // A {{define}} of the main name replaces a main text that is empty (Go's Tree.add).
+    this.root = trees.get(name)!;
+    this.trees = trees;
     this.funcs = funcs;
-    this.simple = simpleParts(root);
+    this.simple = simpleParts(this.root);
   }
 
   /** Go's template.New(name).Funcs(funcs).Parse(text); throws GoTemplateError. */
   static parse(name: string, text: string, funcs: ReadonlyMap<string, GoFunc> = new Map()): GoTemplate {
     const p = new Parser(name, text, funcs);
-    return new GoTemplate(name, text, p.parse(), funcs);
+    p.parse();
+    return new GoTemplate(name, text, p.trees, funcs);
   }
 
   /** Go's Tree.Root.String(): the template re-printed from its parse tree. */
@@ -1104,14 +1208,21 @@ const CONTINUE = Symbol('continue');
 /** Go's missingVal: no final pipeline value. */
 const MISSING = Symbol('missing');
 
+/** Go's maxExecDepth: how deep {{template}} invocations may nest. */
+const MAX_EXEC_DEPTH = 100000;
+
 class ExecState {
   readonly t: GoTemplate;
   out = '';
   node: Node | undefined;
   vars: [string, unknown][];
+  /** The template being executed (a {{define}}d one inside {{template}}), named in errors. */
+  tmpl: string;
+  depth = 0;
 
   constructor(t: GoTemplate, data: unknown) {
     this.t = t;
+    this.tmpl = t.name;
     this.vars = [['$', data]];
   }
 
@@ -1125,7 +1236,7 @@ class ExecState {
     const nl = before.lastIndexOf('\n');
     const col = nl < 0 ? Buffer.byteLength(before) : Buffer.byteLength(before.slice(nl + 1));
     const line = 1 + count(before, '\n');
-    throw new GoExecError(`template: ${name}:${line}:${col}: executing ${goQuote(name)} at <${nodeString(this.node)}>: ${msg}`);
+    throw new GoExecError(`template: ${name}:${line}:${col}: executing ${goQuote(this.tmpl)} at <${nodeString(this.node)}>: ${msg}`);
   }
 
   walk(dot: unknown, node: Node): void {
@@ -1157,9 +1268,42 @@ class ExecState {
       case 'text':
         this.out += node.text;
         return;
+      case 'template':
+        this.walkTemplate(dot, node);
+        return;
       default:
         this.errorf(`unknown node: ${nodeString(node)}`);
     }
+  }
+
+  /** `{{template "NAME" PIPE}}`: NAME runs with the pipeline's value as dot and `$`, and no other variables. */
+  walkTemplate(dot: unknown, t: TemplateNode): void {
+    this.at(t);
+    const root = this.t.trees.get(t.name);
+    if (root === undefined) this.errorf(`template ${goQuote(t.name)} not defined`);
+    if (this.depth === MAX_EXEC_DEPTH) this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    // Variables the pipeline declares persist in the caller, as in Go.
+    const v = t.pipe === undefined ? undefined : this.evalPipeline(dot, t.pipe);
+    const vars = this.vars;
+    const tmpl = this.tmpl;
+    this.vars = [['$', v]];
+    this.tmpl = t.name;
+    this.depth++;
+    try {
+      this.walk(v, root);
+    } catch (e) {
+      // JavaScript's stack ends long before Go's depth limit: a recursion
+      // that deep fails here with Go's error for the limit, at this call.
+      if (!(e instanceof RangeError) || !e.message.includes('call stack')) throw e;
+      this.vars = vars;
+      this.tmpl = tmpl;
+      this.depth--;
+      this.at(t);
+      this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    }
+    this.vars = vars;
+    this.tmpl = tmpl;
+    this.depth--;
   }
 
   walkRange(dot: unknown, r: RangeNode): void {
@@ -1239,7 +1383,11 @@ class ExecState {
   evalPipeline(dot: unknown, pipe: PipeNode): unknown {
     this.at(pipe);
     let v: unknown = MISSING;
-    for (const cmd of pipe.cmds) v = this.evalCommand(dot, cmd, v);
+    for (const cmd of pipe.cmds) {
+      v = this.evalCommand(dot, cmd, v);
+      // Go digs into an interface{} result: a nil one becomes no value.
+      if (v === null) v = undefined;
+    }
     for (const d of pipe.decl) {
       if (pipe.isAssign) this.setVar(d.ident[0]!, v);
       else this.vars.push([d.ident[0]!, v]);
@@ -1309,11 +1457,17 @@ class ExecState {
 
   evalFieldChain(dot: unknown, recv: unknown, node: Node, ident: string[], args: Node[] | undefined, final: unknown): unknown {
     const n = ident.length;
-    for (let i = 0; i < n - 1; i++) recv = this.evalField(dot, ident[i]!, node, undefined, MISSING, recv);
-    return this.evalField(dot, ident[n - 1]!, node, args, final, recv);
+    // An element of a map[string]interface{} keeps its static type in the chain (Go's errors name it).
+    let staticType: string | undefined;
+    for (let i = 0; i < n - 1; i++) {
+      const from = recv;
+      recv = this.evalField(dot, ident[i]!, node, undefined, MISSING, recv, staticType);
+      staticType = from instanceof GoMap && from.type.endsWith(']interface {}') ? 'interface {}' : undefined;
+    }
+    return this.evalField(dot, ident[n - 1]!, node, args, final, recv, staticType);
   }
 
-  evalField(dot: unknown, name: string, node: Node, args: Node[] | undefined, final: unknown, recv: unknown): unknown {
+  evalField(dot: unknown, name: string, node: Node, args: Node[] | undefined, final: unknown, recv: unknown, staticType?: string): unknown {
     if (recv === undefined) return undefined;
     if (recv === null) this.errorf(`nil pointer evaluating interface {}.${name}`);
     const hasArgs = (args !== undefined && args.length > 1) || final !== MISSING;
@@ -1330,7 +1484,7 @@ class ExecState {
       if (hasArgs) this.errorf(`${name} is not a method but has arguments`);
       return recv.m?.get(name);
     }
-    this.errorf(`can't evaluate field ${name} in type ${typeName(recv)}`);
+    this.errorf(`can't evaluate field ${name} in type ${staticType ?? typeName(recv)}`);
   }
 
   evalFunction(dot: unknown, node: IdentifierNode, cmd: Node, args: Node[] | undefined, final: unknown): unknown {
@@ -1552,6 +1706,19 @@ class ExecState {
       }
       case 'html': return htmlEscape(evalArgsString(this.args(dot, a, final)));
       case 'urlquery': return queryEscape(evalArgsString(this.args(dot, a, final)));
+      case 'js': return jsEscape(evalArgsString(this.args(dot, a, final)));
+      case 'call': {
+        want(1, true);
+        const v = this.args(dot, a, final);
+        // Go names the callee by its node, or by reflect's String() of a piped value.
+        const callee = a.length > 0 ? nodeString(a[0]!) : reflectString(final);
+        const fn = v[0];
+        if (fn === undefined || fn === null) return fail('call of nil');
+        // No Go value of this engine is a callable function: a func-typed
+        // value models a nil func, which reflect refuses to call.
+        if (fn instanceof GoFuncValue) return fail('reflect.Value.Call: call of nil function');
+        return fail(`non-function ${callee} of type ${typeName(fn)}`);
+      }
     }
     this.errorf(`${goQuote(name)} is not a defined function`);
   }
@@ -1594,13 +1761,45 @@ function indexArg(x: unknown, cap: number, fail: (m: string) => never): number {
   return i;
 }
 
+/** reflect.Value.String(): a string's text, `<T Value>` for any other type. */
+function reflectString(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined) return '<invalid Value>';
+  if (v === null) return '<interface {} Value>';
+  return `<${typeName(v)} Value>`;
+}
+
+/** text/template's evalArgs (html, js, urlquery): fmt.Sprint, with nil and no value as `<no value>` strings. */
 function evalArgsString(args: unknown[]): string {
   if (args.length === 1 && typeof args[0] === 'string') return args[0];
-  return goSprint(args);
+  return goSprint(args.map((a) => (a === undefined || a === null ? '<no value>' : a)));
 }
 
 function htmlEscape(s: string): string {
   return s.replace(/[\0"'&<>]/g, (c) => ({ '\0': '\uFFFD', '"': '&#34;', '\'': '&#39;', '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]!);
+}
+
+/** Go's template.JSEscapeString. */
+function jsEscape(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (cp >= 0x80) {
+      out += isGoPrint(ch) ? ch : '\\u' + cp.toString(16).toUpperCase().padStart(4, '0');
+      continue;
+    }
+    switch (ch) {
+      case '\\': out += '\\\\'; break;
+      case '\'': out += '\\\''; break;
+      case '"': out += '\\"'; break;
+      case '<': out += '\\u003C'; break;
+      case '>': out += '\\u003E'; break;
+      case '&': out += '\\u0026'; break;
+      case '=': out += '\\u003D'; break;
+      default: out += cp < 0x20 ? '\\u00' + cp.toString(16).toUpperCase().padStart(2, '0') : ch;
+    }
+  }
+  return out;
 }
 
 function queryEscape(s: string): string {
@@ -1666,6 +1865,21 @@ function basicKind(v: unknown): Kind {
   return 'other';
 }
 
+/** reflect's Kind of a value of no basic kind ('invalid' for no value and nil interfaces). */
+function reflectKind(v: unknown): string {
+  if (v === undefined || v === null) return 'invalid';
+  if (v instanceof GoSlice) return 'slice';
+  if (v instanceof GoMap) return 'map';
+  if (v instanceof GoFuncValue) return 'func';
+  if (v instanceof GoStruct) return v.goType.startsWith('*') ? 'ptr' : 'struct';
+  return 'other';
+}
+
+/** Go's isNil in eq: no value, or a nil map or func. */
+function isNilValue(v: unknown): boolean {
+  return v === undefined || v === null || (v instanceof GoMap && v.m === undefined) || v instanceof GoFuncValue;
+}
+
 function numOf(v: unknown): number | bigint {
   if (typeof v === 'number' || typeof v === 'bigint') return v;
   return (v as GoNum).v;
@@ -1676,18 +1890,30 @@ function numOf(v: unknown): number | bigint {
  * `eqOnly`: eq/ne, which also compare non-basic comparable values.
  */
 function compare(a: unknown, b: unknown, eqOnly: boolean): number | string {
-  if (a === null || a === undefined || b === null || b === undefined) {
-    if (!eqOnly) return 'invalid type for comparison';
-    return (a === null || a === undefined) && (b === null || b === undefined) ? 0 : 1;
-  }
   const ka = basicKind(a);
   const kb = basicKind(b);
-  if (ka === 'other' || kb === 'other') {
-    if (!eqOnly) return 'invalid type for comparison';
-    if (a instanceof GoSlice || a instanceof GoMap || b instanceof GoSlice || b instanceof GoMap) {
-      return `non-comparable type ${fmtValue(a)}: ${typeName(a)}`;
+  if (!eqOnly && (ka === 'other' || kb === 'other')) return 'invalid type for comparison';
+  const nilA = a === null || a === undefined;
+  const nilB = b === null || b === undefined;
+  if (ka === 'other' && kb === 'other') {
+    // Go's eq on two values of no basic kind (nil, maps, slices, structs):
+    // nil against anything of a kind that can be nil, else same kinds only.
+    const rk = reflectKind(a);
+    const rkb = reflectKind(b);
+    if (rk !== rkb && !nilA && !nilB) {
+      return `non-comparable types ${fmtValue(a)}: ${typeName(a)}, ${typeName(b)}: ${fmtValue(b)}`;
     }
-    return typeName(a) === typeName(b) ? (a === b ? 0 : 1) : 'incompatible types for comparison';
+    const na = isNilValue(a);
+    const nb = isNilValue(b);
+    if (na || nb) return na === nb ? 0 : 1;
+    if (b instanceof GoSlice || b instanceof GoMap || b instanceof GoFuncValue) {
+      return `non-comparable type ${fmtValue(b)}: ${typeName(b)}`;
+    }
+    return typeName(a) === typeName(b) && a === b ? 0 : 1;
+  }
+  if (ka === 'other' || kb === 'other') {
+    // One side of no basic kind: only nil on either side is not an error.
+    return nilA || nilB ? 1 : `incompatible types for comparison: ${typeName(a)} and ${typeName(b)}`;
   }
   if (ka !== kb) {
     if ((ka === 'int' && kb === 'uint') || (ka === 'uint' && kb === 'int')) {
@@ -1724,7 +1950,8 @@ export function fmtValue(v: unknown, plusV = false): string {
   if (v instanceof GoStruct) {
     const s = v.goString();
     if (s !== undefined) return s;
-    const body = '{' + v.fieldValues().map((x) => fmtValue(x, plusV)).join(' ') + '}';
+    const names = plusV ? v.fieldNames() : [];
+    const body = '{' + v.fieldValues().map((x, i) => (names[i] !== undefined ? names[i] + ':' : '') + fmtValue(x, plusV)).join(' ') + '}';
     return v.goType.startsWith('*') ? '&' + body : body;
   }
   if (v instanceof GoFuncValue) return '0x0';
@@ -1815,7 +2042,7 @@ function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
     case 'O': s = '0o' + abs.toString(8); break;
     case 'b': s = abs.toString(2); break;
     case 'c': return pad(String.fromCodePoint(Number(abs)), sp, false);
-    case 'q': return pad(goQuoteRune(Number(abs)), sp, false);
+    case 'q': return pad(goQuoteRune(Number(abs), sp.plus), sp, false);
     case 'U': return pad('U+' + abs.toString(16).toUpperCase().padStart(4, '0'), sp, false);
     default: return '';
   }
@@ -1825,8 +2052,8 @@ function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
   return pad(sign + s, { ...sp, zero: sp.zero && zeroOK && !sp.minus }, true);
 }
 
-function goQuoteRune(cp: number): string {
-  const q = goQuote(String.fromCodePoint(cp));
+function goQuoteRune(cp: number, ascii = false): string {
+  const q = goQuote(String.fromCodePoint(cp), ascii);
   return '\'' + q.slice(1, -1).replace(/\\"/g, '"').replace(/'/g, '\\\'') + '\'';
 }
 
@@ -1851,7 +2078,7 @@ function fmtString(s: string, verb: string, sp: Spec): string {
   if (sp.prec !== undefined && (verb === 's' || verb === 'v' || verb === 'q')) s = [...s].slice(0, sp.prec).join('');
   switch (verb) {
     case 's': case 'v': return pad(s, sp, false);
-    case 'q': return pad(sp.sharp && !s.includes('`') ? '`' + s + '`' : goQuote(s), sp, false);
+    case 'q': return pad(sp.sharp && !s.includes('`') ? '`' + s + '`' : goQuote(s, sp.plus), sp, false);
     case 'x': case 'X': {
       let h = Buffer.from(s, 'utf8').toString('hex');
       if (verb === 'X') h = h.toUpperCase();

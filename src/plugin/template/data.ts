@@ -37,6 +37,7 @@ class QuestionValue extends GoStruct {
   override addrString(): string { return formatQuestion(this.q); }
 
   override fieldValues(): unknown[] { return [this.q.name, this.q.type, this.q.class]; }
+  override fieldNames(): readonly string[] { return ['Name', 'Qtype', 'Qclass']; }
 }
 
 class HeaderValue extends GoStruct {
@@ -58,6 +59,7 @@ class HeaderValue extends GoStruct {
   }
 
   override fieldValues(): unknown[] { return [this.rr.name, this.rr.type, this.rr.class, this.rr.ttl, 0]; }
+  override fieldNames(): readonly string[] { return ['Name', 'Rrtype', 'Class', 'Ttl', 'Rdlength']; }
 }
 
 /** A record of the message (a dns.RR): its header and miekg's String(). */
@@ -181,6 +183,10 @@ export class TemplateData extends GoStruct {
     if (name !== 'Meta') return undefined;
     const req = this.req;
     return this.meta ??= { params: ['string'], fn: (label: unknown) => req.metadata(label as string) ?? '' };
+  }
+
+  override fieldNames(): readonly string[] {
+    return ['Zone', 'Name', 'Regex', 'Match', 'Group', 'Class', 'Type', 'Message', 'Question', 'Remote', 'Var'];
   }
 
   override fieldValues(): unknown[] {

@@ -15,12 +15,22 @@ import (
 	"text/template"
 )
 
+// The fields of CoreDNS's templateData that matter to the engine (strings,
+// []string, map[string]string, map[string]any with .Var's value types, uint16
+// and uint32 header fields, a nil map) and a method with an argument, like
+// templateData.Meta.
 type data struct {
 	Name  string
 	Match []string
 	Group map[string]string
 	N     int
+	Q     uint16
+	T     uint32
+	Var   map[string]any
+	Nil   map[string]string
 }
+
+func (d *data) Meta(s string) string { return "m-" + s }
 
 func main() {
 	var rows []map[string]string
@@ -31,7 +41,9 @@ func main() {
 	if err := json.Unmarshal(b, &rows); err != nil {
 		panic(err)
 	}
-	d := &data{Name: "a.example.", Match: []string{"a.example.", "a", "b", "c"}, Group: map[string]string{"a": "1", "0": "a.example."}, N: 5}
+	d := &data{Name: "a.example.", Match: []string{"a.example.", "a", "b", "c"}, Group: map[string]string{"a": "1", "0": "a.example."}, N: 5,
+		Q: 28, T: 3600, Var: map[string]any{"i": 3, "f": 2.5, "g": float64(2), "s": "x", "b": true,
+			"l": []string{"a", "b"}, "a": []any{1, "x"}, "n": nil}}
 	out := []map[string]string{}
 	for _, row := range rows {
 		c := row["t"]
