@@ -92,6 +92,42 @@ for (const r of rows) {
   });
 }
 
+/** One row's result as the oracle records it. */
+function run(t: string): Row {
+  const r: Row = { t };
+  let tm: GoTemplate;
+  try {
+    tm = GoTemplate.parse('answer', t, funcs);
+  } catch (e) {
+    r.perr = (e as Error).message;
+    return r;
+  }
+  r.tree = tm.toString();
+  try {
+    r.out = tm.execute(new Data());
+  } catch (e) {
+    r.eerr = (e as Error).message;
+  }
+  return r;
+}
+
+test('1500 random templates (gotemplate-random-go.json, made by gotemplate-gen.go -random 1500) as Go', () => {
+  const random = JSON.parse(readFileSync(new URL('./testdata/gotemplate-random-go.json', import.meta.url), 'utf8')) as Row[];
+  assert.equal(random.length, 1500);
+  const diffs: string[] = [];
+  for (const want of random) {
+    const got = run(want.t);
+    if (JSON.stringify(got) !== JSON.stringify({ t: want.t, perr: want.perr, tree: want.tree, out: want.out, eerr: want.eerr }, (_k, v: unknown) => v)) {
+      const g = { ...got };
+      const w = { ...want };
+      if (JSON.stringify(Object.entries(g).sort()) !== JSON.stringify(Object.entries(w).sort())) {
+        diffs.push(`${JSON.stringify(want.t)}\n  go:     ${JSON.stringify(w)}\n  nodens: ${JSON.stringify(g)}`);
+      }
+    }
+  }
+  assert.equal(diffs.length, 0, `${diffs.length} differ:\n${diffs.slice(0, 25).join('\n')}`);
+});
+
 test('a recursion deeper than the JavaScript stack fails with Go\'s depth error', () => {
   const t = GoTemplate.parse('answer', '{{ define "x" }}{{ template "x" }}{{ end }}{{ template "x" }}');
   assert.throws(() => t.execute(new Data()), {

@@ -25,9 +25,12 @@
 export class GoNum {
   readonly type: string;
   readonly v: number;
-  constructor(type: string, v: number) {
+  /** The exact value of an integer beyond 2^53 (an int constant such as 9223372036854775807). */
+  readonly big: bigint | undefined;
+  constructor(type: string, v: number, big?: bigint) {
     this.type = type;
     this.v = v;
+    this.big = big;
   }
 }
 
@@ -404,7 +407,15 @@ class Lexer {
   }
 
   private lexNumber(): boolean {
-    if (!this.scanNumber()) return this.error(`bad number syntax: ${goQuote(this.input.slice(this.start, this.pos))}`);
+    const bad = (): false => this.error(`bad number syntax: ${goQuote(this.input.slice(this.start, this.pos))}`);
+    if (!this.scanNumber()) return bad();
+    const sign = this.peek();
+    if (sign === '+' || sign === '-') {
+      // A complex constant (1+2i): a second number ending in i, with no blank.
+      if (!this.scanNumber() || this.input[this.pos - 1] !== 'i') return bad();
+      this.emit(I.complex);
+      return true;
+    }
     this.emit(I.number);
     return true;
   }
@@ -1219,6 +1230,8 @@ class ExecState {
   /** The template being executed (a {{define}}d one inside {{template}}), named in errors. */
   tmpl: string;
   depth = 0;
+  /** Set by a field chain: its value is an element of a map[string]interface{} (static type interface{}). */
+  lastInterface = false;
 
   constructor(t: GoTemplate, data: unknown) {
     this.t = t;
@@ -1428,7 +1441,7 @@ class ExecState {
       return new GoNum('float64', c.float);
     }
     // An int beyond 2^53 stays exact as a bigint (which otherwise stands for uint64).
-    if (c.isInt) return Number.isSafeInteger(Number(c.int)) ? Number(c.int) : c.int;
+    if (c.isInt) return Number.isSafeInteger(Number(c.int)) ? Number(c.int) : new GoNum('int', Number(c.int), c.int);
     if (c.isUint) this.errorf(`${c.text} overflows int`);
     return undefined;
   }
@@ -1464,6 +1477,7 @@ class ExecState {
       recv = this.evalField(dot, ident[i]!, node, undefined, MISSING, recv, staticType);
       staticType = from instanceof GoMap && from.type.endsWith(']interface {}') ? 'interface {}' : undefined;
     }
+    this.lastInterface = recv instanceof GoMap && recv.type.endsWith(']interface {}');
     return this.evalField(dot, ident[n - 1]!, node, args, final, recv, staticType);
   }
 
@@ -1620,13 +1634,14 @@ class ExecState {
         if (v instanceof GoMap) return v.m?.size ?? 0;
         if (v === undefined) return fail('reflect: call of reflect.Value.Type on zero Value');
         if (v === null) return fail('len of nil pointer');
-        return fail(`len of type ${typeName(v)}`);
+        // Go looks through the pointer: the struct's type, without *.
+        return fail(`len of type ${typeName(v).replace(/^\*/, '')}`);
       }
       case 'index': {
         want(1, true);
         const [item, ...idx] = this.args(dot, a, final);
         let v = item;
-        if (v === null) return fail('index of untyped nil');
+        if (v === null || v === undefined) return fail('index of untyped nil');
         for (const x of idx) {
           if (v instanceof GoSlice || typeof v === 'string') {
             const len = typeof v === 'string' ? Buffer.byteLength(v) : v.items.length;
@@ -1635,12 +1650,14 @@ class ExecState {
             if (typeof v === 'string') v = new GoNum('uint8', Buffer.from(v)[i]!);
             else v = v.items[i];
           } else if (v instanceof GoMap) {
-            if (x === null) return fail('value is nil; should be of type string');
+            if (x === null || x === undefined) return fail('value is nil; should be of type string');
             if (typeof x !== 'string') return fail(`value has type ${typeName(x)}; should be string`);
             const got = v.m?.get(x);
             v = got === undefined ? v.zero : got;
           } else if (v === undefined) {
             return fail('index of untyped nil');
+          } else if (v === null) {
+            return fail('index of nil pointer');
           } else {
             return fail(`can't index item of type ${typeName(v)}`);
           }
@@ -1649,7 +1666,19 @@ class ExecState {
       }
       case 'slice': {
         want(1, true);
-        const [item, ...idx] = this.args(dot, a, final);
+        // Unlike index, slice does not look inside an index of static type interface{} (a .Var value).
+        const vals: unknown[] = [];
+        const boxed: boolean[] = [];
+        for (const n of a) {
+          this.lastInterface = false;
+          vals.push(this.evalArg(dot, 'value', n));
+          boxed.push(this.lastInterface && (n.kind === 'field' || n.kind === 'variable' || n.kind === 'chain'));
+        }
+        if (final !== MISSING) {
+          vals.push(final);
+          boxed.push(false);
+        }
+        const [item, ...idx] = vals;
         if (item === null || item === undefined) return fail('slice of untyped nil');
         if (idx.length > 3) return fail(`too many slice indexes: ${idx.length}`);
         let len: number;
@@ -1659,16 +1688,20 @@ class ExecState {
         } else if (item instanceof GoSlice) len = item.items.length;
         else return fail(`can't slice item of type ${typeName(item)}`);
         const ix = [0, len];
-        for (let k = 0; k < idx.length; k++) ix[k] = indexArg(idx[k], len, fail);
+        for (let k = 0; k < idx.length; k++) {
+          if (boxed[k + 1] === true && idx[k] !== undefined) return fail('cannot index slice/array with type interface {}');
+          ix[k] = indexArg(idx[k], len, fail);
+        }
         if (ix[0]! > ix[1]!) return fail(`invalid slice index: ${ix[0]} > ${ix[1]}`);
         if (typeof item === 'string') return Buffer.from(item).subarray(ix[0], ix[1]).toString('utf8');
         if (idx.length === 3 && ix[1]! > ix[2]!) return fail(`invalid slice index: ${ix[1]} > ${ix[2]}`);
         return new GoSlice(item.type, item.items.slice(ix[0], ix[1]));
       }
       case 'eq': case 'ne': case 'lt': case 'le': case 'gt': case 'ge': {
+        // Go checks the number of arguments before evaluating them.
+        want(name === 'eq' ? 1 : 2, name === 'eq');
         const v = this.args(dot, a, final);
         if (name === 'eq') {
-          want(1, true);
           if (v.length < 2) return fail('missing argument for comparison');
           for (let k = 1; k < v.length; k++) {
             const r = compare(v[0], v[k], true);
@@ -1677,7 +1710,6 @@ class ExecState {
           }
           return false;
         }
-        want(2, false);
         const r = compare(v[0], v[1], name === 'ne');
         if (typeof r === 'string') return fail(r);
         switch (name) {
@@ -1754,8 +1786,11 @@ function indexArg(x: unknown, cap: number, fail: (m: string) => never): number {
   let i: number;
   if (typeof x === 'number') i = x;
   else if (typeof x === 'bigint') i = Number(x);
-  else if (x instanceof GoNum && x.type !== 'float64') i = x.v;
-  else if (x === null) return fail('cannot index slice/array with nil');
+  else if (x instanceof GoNum && x.type !== 'float64') {
+    if (x.big !== undefined) return fail(`index out of range: ${x.big}`);
+    i = x.v;
+  }
+  else if (x === null || x === undefined) return fail('cannot index slice/array with nil');
   else return fail(`cannot index slice/array with type ${typeName(x)}`);
   if (i < 0 || i > cap) return fail(`index out of range: ${i}`);
   return i;
@@ -1772,7 +1807,27 @@ function reflectString(v: unknown): string {
 /** text/template's evalArgs (html, js, urlquery): fmt.Sprint, with nil and no value as `<no value>` strings. */
 function evalArgsString(args: unknown[]): string {
   if (args.length === 1 && typeof args[0] === 'string') return args[0];
-  return goSprint(args.map((a) => (a === undefined || a === null ? '<no value>' : a)));
+  return goSprint(args.map((a) => {
+    if (a === undefined || a === null) return '<no value>';
+    // Through a pointer to a struct: the struct (no &), as printableValue does.
+    if (a instanceof GoStruct && a.goType.startsWith('*') && a.goString() === undefined) return new StructValue(a);
+    return a;
+  }));
+}
+
+/** The struct a pointer points to (`*T` printed as `T` would be). */
+class StructValue extends GoStruct {
+  readonly goType: string;
+  readonly p: GoStruct;
+  constructor(p: GoStruct) {
+    super();
+    this.p = p;
+    this.goType = p.goType.slice(1);
+  }
+
+  field(name: string): unknown { return this.p.field(name); }
+  override fieldValues(): unknown[] { return this.p.fieldValues(); }
+  override fieldNames(): readonly string[] { return this.p.fieldNames(); }
 }
 
 function htmlEscape(s: string): string {
@@ -1882,7 +1937,7 @@ function isNilValue(v: unknown): boolean {
 
 function numOf(v: unknown): number | bigint {
   if (typeof v === 'number' || typeof v === 'bigint') return v;
-  return (v as GoNum).v;
+  return (v as GoNum).big ?? (v as GoNum).v;
 }
 
 /**
@@ -1901,13 +1956,13 @@ function compare(a: unknown, b: unknown, eqOnly: boolean): number | string {
     const rk = reflectKind(a);
     const rkb = reflectKind(b);
     if (rk !== rkb && !nilA && !nilB) {
-      return `non-comparable types ${fmtValue(a)}: ${typeName(a)}, ${typeName(b)}: ${fmtValue(b)}`;
+      return `non-comparable types ${fmtOne(a, 's', NO_FLAGS)}: ${typeName(a)}, ${typeName(b)}: ${fmtValue(b)}`;
     }
     const na = isNilValue(a);
     const nb = isNilValue(b);
     if (na || nb) return na === nb ? 0 : 1;
     if (b instanceof GoSlice || b instanceof GoMap || b instanceof GoFuncValue) {
-      return `non-comparable type ${fmtValue(b)}: ${typeName(b)}`;
+      return `non-comparable type ${fmtOne(b, 's', NO_FLAGS)}: ${typeName(b)}`;
     }
     return typeName(a) === typeName(b) && a === b ? 0 : 1;
   }
@@ -1941,7 +1996,7 @@ export function fmtValue(v: unknown, plusV = false): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'number' || typeof v === 'bigint') return String(v);
-  if (v instanceof GoNum) return v.type.startsWith('float') ? formatFloatG(v.v, -1) : String(v.v);
+  if (v instanceof GoNum) return v.type.startsWith('float') ? formatFloatG(v.v, -1) : String(v.big ?? v.v);
   if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtValue(x, plusV)).join(' ') + ']';
   if (v instanceof GoMap) {
     if (v.m === undefined) return 'map[]';
@@ -1980,15 +2035,96 @@ export function formatFloatG(f: number, prec: number): string {
     return sign + plainDecimal(digits, exp);
   }
   const p = prec === 0 ? 1 : prec;
-  const e = f.toExponential(p - 1);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(e)!;
-  digits = (m[2]! + (m[3] ?? '')).replace(/0+$/, '') || '0';
-  exp = Number(m[4]);
+  const d = roundDecimal(exactDecimal(f), p);
+  const sign = f < 0 ? '-' : '';
+  digits = d.digits.replace(/0+$/, '') || '0';
+  exp = d.point - 1;
   if (exp < -4 || exp >= p) {
     const mant = digits.length > 1 ? digits[0] + '.' + digits.slice(1) : digits;
-    return m[1]! + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+    return sign + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
   }
-  return m[1]! + plainDecimal(digits, exp);
+  return sign + plainDecimal(digits, exp);
+}
+
+/** A decimal: the value is 0.DIGITS × 10^point. */
+interface Decimal { digits: string; point: number }
+
+/** The exact decimal expansion of |f| (finite, non-zero). */
+function exactDecimal(f: number): Decimal {
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  let e = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (e === 0) e = 1;
+  else mant |= 1n << 52n;
+  e -= 1075;
+  if (mant === 0n) return { digits: '0', point: 1 };
+  if (e >= 0) {
+    const digits = (mant << BigInt(e)).toString();
+    return { digits, point: digits.length };
+  }
+  const digits = (mant * 5n ** BigInt(-e)).toString();
+  return { digits, point: digits.length + e };
+}
+
+/** Round to `n` significant digits, half to even on an exact tie (as strconv; JavaScript rounds ties up). */
+function roundDecimal(d: Decimal, n: number): Decimal {
+  const { digits, point } = d;
+  if (digits.length <= n) return { digits: digits + '0'.repeat(Math.max(0, n - digits.length)), point };
+  if (n < 0) return { digits: '', point };
+  const next = digits.charCodeAt(n) - 48;
+  const rest = digits.slice(n + 1);
+  const prev = n > 0 ? digits.charCodeAt(n - 1) - 48 : 0;
+  const up = next > 5 || (next === 5 && (/[1-9]/.test(rest) || prev % 2 === 1));
+  const kept = digits.slice(0, n);
+  if (!up) return { digits: kept, point };
+  // Add one unit in the last kept place; all nines carry into a new leading 1.
+  const a = kept.split('');
+  let k = a.length - 1;
+  while (k >= 0 && a[k] === '9') a[k--] = '0';
+  if (k < 0) return { digits: '1' + '0'.repeat(Math.max(0, n - 1)), point: point + 1 };
+  a[k] = String(Number(a[k]) + 1);
+  return { digits: a.join(''), point };
+}
+
+/** %.Nf with strconv's rounding. */
+function formatFixed(f: number, prec: number): string {
+  if (f === 0) return (Object.is(f, -0) ? '-' : '') + (prec > 0 ? '0.' + '0'.repeat(prec) : '0');
+  const d = roundDecimal(exactDecimal(f), exactDecimal(f).point + prec);
+  let int: string;
+  let frac: string;
+  if (d.point <= 0) {
+    int = '0';
+    frac = ('0'.repeat(-d.point) + d.digits).padEnd(prec, '0').slice(0, prec);
+  } else {
+    int = d.digits.slice(0, d.point).padEnd(d.point, '0');
+    frac = d.digits.slice(d.point).padEnd(prec, '0').slice(0, prec);
+  }
+  return (f < 0 ? '-' : '') + int + (prec > 0 ? '.' + frac : '');
+}
+
+/** %.Ne with strconv's rounding. */
+function formatExp(f: number, prec: number, verb: string): string {
+  let digits = '0'.repeat(prec + 1);
+  let exp = 0;
+  if (f !== 0) {
+    const d = roundDecimal(exactDecimal(f), prec + 1);
+    digits = d.digits;
+    exp = d.point - 1;
+  }
+  const mant = digits[0]! + (prec > 0 ? '.' + digits.slice(1) : '');
+  const s = (f < 0 || Object.is(f, -0) ? '-' : '') + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+  return verb === 'E' ? s.toUpperCase() : s;
+}
+
+/** strconv.FormatFloat(f, 'b', -1, 64): decimal mantissa, binary exponent. */
+function formatFloatB(f: number): string {
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  let e = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (e === 0) e = 1;
+  else mant |= 1n << 52n;
+  e -= 1075;
+  return (bits >> 63n === 1n ? '-' : '') + mant.toString() + 'p' + (e < 0 ? '-' : '+') + String(Math.abs(e));
 }
 
 function plainDecimal(digits: string, exp: number): string {
@@ -2013,6 +2149,7 @@ export function goSprintln(args: unknown[]): string {
 }
 
 interface Spec { minus: boolean; plus: boolean; sharp: boolean; space: boolean; zero: boolean; width?: number; prec?: number }
+const NO_FLAGS: Spec = { minus: false, plus: false, sharp: false, space: false, zero: false };
 
 function pad(s: string, sp: Spec, numeric: boolean): string {
   if (sp.width === undefined || [...s].length >= sp.width) return s;
@@ -2022,12 +2159,45 @@ function pad(s: string, sp: Spec, numeric: boolean): string {
     const sign = /^[+\- ]/.test(s) ? s[0]! : '';
     return sign + '0'.repeat(n) + s.slice(sign.length);
   }
-  return ' '.repeat(n) + s;
+  // fmt pads anything with zeros under the 0 flag, strings too.
+  return (sp.zero ? '0' : ' ').repeat(n) + s;
 }
 
-function badVerb(verb: string, v: unknown): string {
+/** fmt's %!verb(type=value): the value printed with %v and the verb's flags. */
+function badVerb(verb: string, v: unknown, sp: Spec): string {
   if (v === null || v === undefined) return `%!${verb}(<nil>)`;
-  return `%!${verb}(${typeName(v)}=${fmtValue(v)})`;
+  return `%!${verb}(${typeName(v)}=${fmtOne(v, 'v', sp, 0, true)})`;
+}
+
+/** fmt's %#v (Go syntax) of a value. */
+function goSyntax(v: unknown, inInterface = false): string {
+  if (v === undefined || v === null) return inInterface ? 'interface {}(nil)' : '<nil>';
+  if (typeof v === 'string') return goQuote(v);
+  if (typeof v === 'boolean' || typeof v === 'number') return String(v);
+  if (typeof v === 'bigint') return '0x' + v.toString(16);
+  if (v instanceof GoNum) {
+    if (v.type.startsWith('float')) return formatFloatG(v.v, -1);
+    return v.type.startsWith('u') ? '0x' + v.v.toString(16) : String(v.big ?? v.v);
+  }
+  const iface = (t: string): boolean => t.endsWith('interface {}');
+  if (v instanceof GoSlice) return `${v.type}{${v.items.map((x) => goSyntax(x, iface(v.type))).join(', ')}}`;
+  if (v instanceof GoMap) {
+    if (v.m === undefined) return `${v.type}(nil)`;
+    const m = v.m;
+    return `${v.type}{${[...m.keys()].sort(cmpStrings).map((k) => `${goQuote(k)}:${goSyntax(m.get(k), iface(v.type))}`).join(', ')}}`;
+  }
+  if (v instanceof GoStruct) {
+    const names = v.fieldNames();
+    const body = v.fieldValues().map((x, i) => `${names[i] ?? ''}:${goSyntax(x)}`).join(', ');
+    return v.goType.startsWith('*') ? `&${v.goType.slice(1)}{${body}}` : `${v.goType}{${body}}`;
+  }
+  return fmtValue(v);
+}
+
+/** An integer as a rune for %c and %q: anything that is not a valid code point is U+FFFD. */
+function runeOf(v: number | bigint): number {
+  const u = BigInt.asUintN(64, BigInt(v));
+  return u > 0x10ffffn || (u >= 0xd800n && u < 0xe000n) ? 0xfffd : Number(u);
 }
 
 function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
@@ -2041,9 +2211,10 @@ function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
     case 'o': s = abs.toString(8); if (sp.sharp) s = '0' + s; break;
     case 'O': s = '0o' + abs.toString(8); break;
     case 'b': s = abs.toString(2); break;
-    case 'c': return pad(String.fromCodePoint(Number(abs)), sp, false);
-    case 'q': return pad(goQuoteRune(Number(abs), sp.plus), sp, false);
-    case 'U': return pad('U+' + abs.toString(16).toUpperCase().padStart(4, '0'), sp, false);
+    case 'c': return pad(String.fromCodePoint(runeOf(v)), sp, false);
+    case 'q': return pad(goQuoteRune(runeOf(v), sp.plus), sp, false);
+    // fmt prints the value as a uint64: a negative one in two's complement.
+    case 'U': return pad('U+' + BigInt.asUintN(64, BigInt(v)).toString(16).toUpperCase().padStart(4, '0'), sp, false);
     default: return '';
   }
   if (sp.prec !== undefined) s = s.padStart(sp.prec, '0');
@@ -2060,32 +2231,113 @@ function goQuoteRune(cp: number, ascii = false): string {
 function fmtFloat(f: number, verb: string, sp: Spec): string {
   let s: string;
   switch (verb) {
-    case 'f': case 'F': s = f.toFixed(sp.prec ?? 6); break;
-    case 'e': case 'E': {
-      s = f.toExponential(sp.prec ?? 6).replace(/e([+-])(\d)$/, 'e$10$2');
-      if (verb === 'E') s = s.toUpperCase();
-      break;
-    }
+    case 'f': case 'F': s = Number.isFinite(f) ? formatFixed(f, sp.prec ?? 6) : formatFloatG(f, -1); break;
+    case 'e': case 'E': s = Number.isFinite(f) ? formatExp(f, sp.prec ?? 6, verb) : formatFloatG(f, -1); break;
+    case 'b': s = Number.isFinite(f) ? formatFloatB(f) : formatFloatG(f, -1); break;
     case 'g': case 'G': case 'v': s = formatFloatG(f, sp.prec ?? -1); if (verb === 'G') s = s.toUpperCase(); break;
+    case 'x': case 'X': s = formatFloatX(f, sp.prec ?? -1, verb); break;
     default: return '';
+  }
+  if (sp.sharp && verb !== 'b' && Number.isFinite(f)) {
+    const neg = s.startsWith('-');
+    s = (neg ? '-' : '') + sharpFloat(neg ? s.slice(1) : s, verb, sp.prec ?? (verb === 'f' || verb === 'F' || verb === 'e' || verb === 'E' ? 6 : -1));
   }
   if (f >= 0 && sp.plus) s = '+' + s;
   else if (f >= 0 && sp.space) s = ' ' + s;
   return pad(s, sp, true);
 }
 
-function fmtString(s: string, verb: string, sp: Spec): string {
+/** fmt's # on a float: always a decimal point, trailing zeros kept up to the precision (6 when shortest). */
+function sharpFloat(num: string, verb: string, prec: number): string {
+  let digits = verb === 'v' || verb === 'g' || verb === 'G' || verb === 'x' ? (prec === -1 ? 6 : prec) : 0;
+  let tail = '';
+  let hasPoint = false;
+  let nonzero = false;
+  for (let i = 0; i < num.length; i++) {
+    const c = num[i]!;
+    if (c === '.') {
+      hasPoint = true;
+      continue;
+    }
+    if (c === 'p' || c === 'P' || ((c === 'e' || c === 'E') && verb !== 'x' && verb !== 'X')) {
+      tail = num.slice(i);
+      num = num.slice(0, i);
+      break;
+    }
+    // Go counts every significant character, the x of 0x included.
+    if (c !== '0') nonzero = true;
+    if (nonzero) digits--;
+  }
+  if (!hasPoint) {
+    if (num === '0') digits--;
+    num += '.';
+  }
+  if (digits > 0) num += '0'.repeat(digits);
+  return num + tail;
+}
+
+/** strconv.FormatFloat(f, 'x' or 'X', prec, 64): hexadecimal mantissa, binary exponent. */
+function formatFloatX(f: number, prec: number, verb: string): string {
+  if (Number.isNaN(f)) return 'NaN';
+  if (!Number.isFinite(f)) return f > 0 ? '+Inf' : '-Inf';
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  const neg = bits >> 63n === 1n;
+  let exp = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (exp === 0) exp++;
+  else mant |= 1n << 52n;
+  exp -= 1023;
+  if (mant === 0n) exp = 0;
+  const top = 1n << 60n;
+  mant <<= 8n;
+  while (mant !== 0n && (mant & top) === 0n) {
+    mant <<= 1n;
+    exp--;
+  }
+  if (prec >= 0 && prec < 15) {
+    const shift = BigInt(prec * 4);
+    const extra = (mant << shift) & (top - 1n);
+    mant >>= 60n - shift;
+    if ((extra | (mant & 1n)) > 1n << 59n) mant++;
+    mant <<= 60n - shift;
+    if ((mant & (1n << 61n)) !== 0n) {
+      mant >>= 1n;
+      exp++;
+    }
+  }
+  const mask = (1n << 64n) - 1n;
+  let out = (neg ? '-' : '') + '0' + verb + String((mant >> 60n) & 1n);
+  mant = (mant << 4n) & mask;
+  const digit = (): string => {
+    const d = Number((mant >> 60n) & 15n).toString(16);
+    mant = (mant << 4n) & mask;
+    return verb === 'X' ? d.toUpperCase() : d;
+  };
+  if (prec < 0 && mant !== 0n) {
+    out += '.';
+    while (mant !== 0n) out += digit();
+  } else if (prec > 0) {
+    out += '.';
+    for (let i = 0; i < prec; i++) out += digit();
+  }
+  out += (verb === 'X' ? 'P' : 'p') + (exp < 0 ? '-' : '+');
+  return out + String(Math.abs(exp)).padStart(2, '0');
+}
+
+function fmtString(s: string, verb: string, sp: Spec): string | undefined {
   if (sp.prec !== undefined && (verb === 's' || verb === 'v' || verb === 'q')) s = [...s].slice(0, sp.prec).join('');
   switch (verb) {
     case 's': case 'v': return pad(s, sp, false);
     case 'q': return pad(sp.sharp && !s.includes('`') ? '`' + s + '`' : goQuote(s, sp.plus), sp, false);
     case 'x': case 'X': {
-      let h = Buffer.from(s, 'utf8').toString('hex');
+      // `% x`: bytes apart (each with 0x under #); `%#x`: one 0x in front.
+      const bytes = [...Buffer.from(s, 'utf8')].map((x) => x.toString(16).padStart(2, '0'));
+      let h = sp.space ? bytes.map((x) => (sp.sharp ? '0x' : '') + x).join(' ') : (sp.sharp && bytes.length > 0 ? '0x' : '') + bytes.join('');
       if (verb === 'X') h = h.toUpperCase();
       return pad(h, sp, false);
     }
   }
-  return '';
+  return undefined;
 }
 
 /** fmt.Sprintf for the verbs templates use: %v %s %d %q %x %X %o %b %c %t %f %e %g %%. */
@@ -2129,32 +2381,54 @@ export function goSprintf(format: string, args: unknown[]): string {
   return out;
 }
 
-function fmtOne(v: unknown, verb: string, sp: Spec): string {
-  if (v === null || v === undefined) {
-    return verb === 'v' || verb === 's' ? pad('<nil>', sp, false) : badVerb(verb, v);
+/**
+ * fmt's printArg/printValue: one operand under one verb. Maps, slices and
+ * structs print element by element under the same verb and flags (depth > 0).
+ */
+function fmtOne(v: unknown, verb: string, sp: Spec, depth = 0, inBadVerb = false): string {
+  let plusV = false;
+  // badVerb prints with %v but keeps the flags as they are (a + is a sign there).
+  if (verb === 'v' && !inBadVerb && (sp.plus || sp.sharp)) {
+    // fmt turns %+v and %#v into modes of %v: no sign, no 0x.
+    if (sp.sharp) return pad(goSyntax(v), { ...sp, zero: false }, false);
+    plusV = true;
+    sp = { ...sp, plus: false };
   }
-  if (typeof v === 'boolean') return verb === 't' || verb === 'v' ? pad(String(v), sp, false) : badVerb(verb, v);
+  if (v === null || v === undefined) {
+    // Inside a collection a nil is an empty interface{}: <nil> whatever the verb.
+    if (depth > 0) return '<nil>';
+    return verb === 'v' ? pad('<nil>', sp, false) : badVerb(verb, v, sp);
+  }
+  if (typeof v === 'boolean') return verb === 't' || verb === 'v' ? pad(String(v), sp, false) : badVerb(verb, v, sp);
   if (typeof v === 'number' || typeof v === 'bigint' || (v instanceof GoNum && !v.type.startsWith('float'))) {
-    const n = v instanceof GoNum ? v.v : v;
+    const n = v instanceof GoNum ? v.big ?? v.v : v;
     if (v instanceof GoNum && v.type === 'uint8' && verb === 'v') return pad(String(n), sp, true);
     const r = fmtInteger(n, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
+    return r === '' ? badVerb(verb, v, sp) : r;
   }
   if (v instanceof GoNum) {
     const r = fmtFloat(v.v, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
+    return r === '' ? badVerb(verb, v, sp) : r;
   }
-  if (typeof v === 'string') {
-    const r = fmtString(v, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
-  }
+  if (typeof v === 'string') return fmtString(v, verb, sp) ?? badVerb(verb, v, sp);
   if (v instanceof GoStruct) {
-    const s = v.goString();
-    if (s !== undefined && (verb === 'v' || verb === 's' || verb === 'q' || verb === 'x' || verb === 'X')) {
-      return fmtString(s, verb, sp);
+    const str = v.goString();
+    if (str !== undefined && (verb === 'v' || verb === 's' || verb === 'q' || verb === 'x' || verb === 'X')) {
+      return fmtString(str, verb, sp)!;
+    }
+    if (str === undefined) {
+      const names = plusV ? v.fieldNames() : [];
+      const body = '{' + v.fieldValues().map((x, i) => (names[i] !== undefined ? names[i] + ':' : '') + fmtOne(x, verb, sp, depth + 1)).join(' ') + '}';
+      return v.goType.startsWith('*') && depth === 0 ? '&' + body : body;
     }
   }
-  if (verb === 'v' || verb === 's') return pad(fmtValue(v, sp.plus), sp, false);
-  if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtOne(x, verb, { ...sp, width: undefined })).join(' ') + ']';
-  return badVerb(verb, v);
+  if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtOne(x, verb, plusV ? { ...sp, plus: true } : sp, depth + 1)).join(' ') + ']';
+  if (v instanceof GoMap) {
+    const m = v.m;
+    if (m === undefined) return 'map[]';
+    const e = plusV ? { ...sp, plus: true } : sp;
+    return 'map[' + [...m.keys()].sort(cmpStrings).map((k) => `${fmtOne(k, verb, e, depth + 1)}:${fmtOne(m.get(k), verb, e, depth + 1)}`).join(' ') + ']';
+  }
+  if (verb === 'v' || verb === 's') return pad(fmtValue(v, plusV), sp, false);
+  return badVerb(verb, v, sp);
 }
