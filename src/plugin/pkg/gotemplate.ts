@@ -9,15 +9,19 @@
 // Supported: text, comments, trim markers, actions with pipelines,
 // parenthesised pipelines, fields, chains, variables (`$x :=`, `$x =`),
 // if/else if/else/with/else with/range (slices, maps, integers; else,
-// break, continue) and the builtins and, or, not, len, index, slice, eq, ne,
-// lt, le, gt, ge, print, printf, println, html, urlquery, plus the functions
-// a caller registers. Not supported, and a parse error so that it fails at
-// setup: define, template, block, call, js, complex-number constants.
+// break, continue), define/template/block (one template set per text, as
+// template.New(name).Parse), and all of Go's builtins: and, or, not, len,
+// index, slice, eq, ne, lt, le, gt, ge, print, printf, println, html, js,
+// urlquery, call (no value of this model is a function: it always fails as
+// Go's does on a non-function), plus the functions a caller registers. Not
+// supported, and a parse error so that it fails at setup: complex-number
+// constants. A {{template}} recursion deeper than the JavaScript stack fails
+// with Go's depth-limit error before Go's limit (100000).
 //
 // Go values in JavaScript: `undefined` is Go's invalid reflect.Value (a
 // missing map key, printed `<no value>`), `null` a nil interface, a JS string
-// a string, a JS number an `int` (a constant beyond 2^53: an exact bigint), a
-// bigint a `uint64`, `true`/`false` bools,
+// a string, a JS number an `int` (a constant beyond 2^53: a GoNum 'int' with
+// its exact value in `big`), a bigint a `uint64`, `true`/`false` bools,
 // GoNum any other numeric type (uint16, float64, ...), GoSlice, GoMap and
 // GoStruct the composite types.
 
