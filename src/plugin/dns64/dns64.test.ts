@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, plugin, type Dns64Options } from './setup.ts';
-import { embedIPv4 } from './dns64.ts';
-import { CaptureWriter, StubHandler, captureLog, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
-import type { Handler } from '../plugin.ts';
+import { embedIPv4 } from '../pkg/rfc6052.ts';
+import { CaptureWriter, StubHandler, chainRouter, captureLog, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { PluginError } from '../plugin.ts';
-import { Request, type SubQueryRouter } from '../../core/request.ts';
-import type { Message, ResourceRecord } from '../../wire/types.ts';
+import { Request } from '../../core/request.ts';
+import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { formatIPv6, parseCidr, parseIPv4 } from '../../wire/ip.ts';
@@ -99,23 +98,12 @@ function backend(z: Zone): StubHandler {
   });
 }
 
-/** A router that runs `chain` for a sub-query and captures its reply, as the server does. */
-function router(chain: () => Handler): SubQueryRouter {
-  return {
-    async exchange(req: Request): Promise<Message | undefined> {
-      const w = new CaptureWriter();
-      await settle(chain().serveDNS(req, w));
-      return w.last;
-    },
-  };
-}
-
 async function query(corefile: string, z: Zone, o: { remote?: string; type?: number; name?: string } = {}) {
   const r = await runSetup(plugin, corefile);
   const back = backend(z);
   const chain = r.chain(back);
   const base = makeRequest(o.name ?? 'Host.Example.', { type: o.type ?? RRType.AAAA, edns: { udpSize: 1232 } });
-  const req = new Request(base.msg, base.wire, 'udp', o.remote ?? '2001:db8::99', 5353, '::1', 53, 'dns://:53', 0n, router(() => chain));
+  const req = new Request(base.msg, base.wire, 'udp', o.remote ?? '2001:db8::99', 5353, '::1', 53, 'dns://:53', 0n, chainRouter(() => chain));
   const w = new CaptureWriter();
   const rc = await settle(chain.serveDNS(req, w));
   return { rc, m: w.last, back };

@@ -7,6 +7,7 @@ import type { Request } from '../../core/request.ts';
 import type { AData, Message, ResourceRecord } from '../../wire/types.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { formatIPv6, parseIPv4 } from '../../wire/ip.ts';
+import { embedIPv4 } from '../pkg/rfc6052.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure, replaceReply } from '../pkg/next.ts';
@@ -20,23 +21,6 @@ export interface Dns64Config {
   prefix: Cidr;
   translateAll: boolean;
   allowIPv4: boolean;
-}
-
-/**
- * RFC 6052 section 2.2: the IPv4 address `v4` (unsigned 32-bit) embedded in `prefix`
- * (32, 40, 48, 56, 64 or 96 bits); bits 64-71 (the "u" octet) stay zero.
- */
-export function embedIPv4(prefix: Cidr, v4: number): Uint8Array {
-  const out = new Uint8Array(16);
-  const a = [v4 >>> 24, (v4 >>> 16) & 255, (v4 >>> 8) & 255, v4 & 255];
-  const n = prefix.bits >> 3;
-  let i = 0;
-  let j = 0;
-  for (; i < n; i++) out[i] = prefix.bytes[i];
-  for (; i < 8; i++, j++) out[i] = a[j];
-  if (i === 8) i++;
-  for (; j < 4; i++, j++) out[i] = a[j];
-  return out;
 }
 
 export class Dns64 implements Handler {

@@ -1,8 +1,8 @@
 import { dns64Metrics } from './metrics.ts';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
 import type { Dispenser } from '../../corefile/dispenser.ts';
-import { goQuote } from '../../corefile/address.ts';
-import { formatIPNetGo, parseCidr } from '../../wire/ip.ts';
+import { parseCidr } from '../../wire/ip.ts';
+import { parsePrefix } from '../pkg/rfc6052.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { Dns64 } from './dns64.ts';
 
@@ -16,17 +16,9 @@ export interface Dns64Options {
   allowIPv4: boolean;
 }
 
-function parsePrefix(d: Dispenser, text: string): Cidr {
-  const c = parseCidr(text);
-  // net.ParseCIDR's own error carries no position.
-  if (c === undefined) throw new Error(`invalid CIDR address: ${text}`);
-  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(formatIPNetGo(c))}`);
-  switch (c.bits) {
-    case 32: case 40: case 48: case 56: case 64: case 96:
-      return c;
-    default:
-      throw d.errf(`invalid prefix length ${goQuote(formatIPNetGo(c))}`);
-  }
+/** dns64's PREFIX and `prefix`. */
+function prefixArg(d: Dispenser, text: string): Cidr {
+  return parsePrefix(d, text, (net) => `invalid prefix length ${net}`);
 }
 
 /** Reads every `dns64` directive of the block; later settings win. */
@@ -36,7 +28,7 @@ export function parse(c: SetupContext): Dns64Options {
   while (d.next()) {
     const args = d.remainingArgs();
     if (args.length === 1) {
-      o.prefix = parsePrefix(d, args[0]);
+      o.prefix = prefixArg(d, args[0]);
       // As CoreDNS: a block after PREFIX is not read as options (its lines are taken as
       // further directive lines).
       continue;
@@ -46,7 +38,7 @@ export function parse(c: SetupContext): Dns64Options {
       switch (d.val()) {
         case 'prefix':
           if (!d.nextArg()) throw d.argErr();
-          o.prefix = parsePrefix(d, d.val());
+          o.prefix = prefixArg(d, d.val());
           break;
         case 'translate_all':
           o.translateAll = true;

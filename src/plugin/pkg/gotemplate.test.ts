@@ -6,9 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { GoCallError, GoMap, GoSlice, GoStruct, GoTemplate, GoTemplateError, NO_FIELD, goSprintf, type GoFunc } from './gotemplate.ts';
+import { GoCallError, GoMap, GoNum, GoSlice, GoStruct, GoTemplate, GoTemplateError, NO_FIELD, goSprintf, type GoFunc } from './gotemplate.ts';
 
-class Data extends GoStruct {
+/** gotemplate-gen.go's data, field for field. */
+export class Data extends GoStruct {
   readonly goType = '*main.data';
   field(name: string): unknown {
     switch (name) {
@@ -16,13 +17,24 @@ class Data extends GoStruct {
       case 'Match': return new GoSlice('[]string', ['a.example.', 'a', 'b', 'c']);
       case 'Group': return new GoMap('map[string]string', new Map([['a', '1'], ['0', 'a.example.']]), '');
       case 'N': return 5;
+      case 'Q': return new GoNum('uint16', 28);
+      case 'T': return new GoNum('uint32', 3600);
+      case 'Var': return new GoMap('map[string]interface {}', new Map<string, unknown>([
+        ['i', 3], ['f', new GoNum('float64', 2.5)], ['g', new GoNum('float64', 2)], ['s', 'x'], ['b', true],
+        ['l', new GoSlice('[]string', ['a', 'b'])], ['a', new GoSlice('[]interface {}', [1, 'x'])], ['n', null],
+      ]), null);
+      case 'Nil': return new GoMap('map[string]string', undefined, '');
     }
     return NO_FIELD;
   }
 
-  override fieldValues(): unknown[] {
-    return ['Name', 'Match', 'Group', 'N'].map((f) => this.field(f));
+  override method(name: string): GoFunc | undefined {
+    return name === 'Meta' ? { params: ['string'], fn: (s: unknown) => `m-${s as string}` } : undefined;
   }
+
+  override fieldNames(): readonly string[] { return ['Name', 'Match', 'Group', 'N', 'Q', 'T', 'Var', 'Nil']; }
+
+  override fieldValues(): unknown[] { return this.fieldNames().map((f) => this.field(f)); }
 }
 
 const MAX = 0xffffffffffffffffn;
@@ -47,8 +59,8 @@ const funcs = new Map<string, GoFunc>([['parseInt', {
 interface Row { t: string; perr?: string; eerr?: string; out?: string; tree?: string }
 const rows = JSON.parse(readFileSync(new URL('./testdata/gotemplate-go.json', import.meta.url), 'utf8')) as Row[];
 
-/** What Go accepts and this engine refuses on purpose (setup errors): complex numbers and define. */
-const REFUSED = new Set(['{{ 3i }}', '{{ "a" }}{{ define "x" }}{{ end }}']);
+/** What Go accepts and this engine refuses on purpose (a setup error): complex numbers. */
+const REFUSED = new Set(['{{ 3i }}']);
 
 for (const r of rows) {
   if (REFUSED.has(r.t)) {
@@ -80,10 +92,55 @@ for (const r of rows) {
   });
 }
 
-test('unsupported parts are parse errors', () => {
-  for (const s of ['{{ define "x" }}{{ end }}', '{{ template "x" }}', '{{ block "x" . }}{{ end }}', '{{ call .F }}', '{{ js "a" }}']) {
-    assert.throws(() => GoTemplate.parse('answer', s), GoTemplateError, s);
+/** One row's result as the oracle records it. */
+function run(t: string): Row {
+  const r: Row = { t };
+  let tm: GoTemplate;
+  try {
+    tm = GoTemplate.parse('answer', t, funcs);
+  } catch (e) {
+    r.perr = (e as Error).message;
+    return r;
   }
+  r.tree = tm.toString();
+  try {
+    r.out = tm.execute(new Data());
+  } catch (e) {
+    r.eerr = (e as Error).message;
+  }
+  return r;
+}
+
+test('1500 random templates (gotemplate-random-go.json, made by gotemplate-gen.go -random 1500) as Go', () => {
+  const random = JSON.parse(readFileSync(new URL('./testdata/gotemplate-random-go.json', import.meta.url), 'utf8')) as Row[];
+  assert.equal(random.length, 1500);
+  const diffs: string[] = [];
+  for (const want of random) {
+    const got = run(want.t);
+    if (JSON.stringify(got) !== JSON.stringify({ t: want.t, perr: want.perr, tree: want.tree, out: want.out, eerr: want.eerr }, (_k, v: unknown) => v)) {
+      const g = { ...got };
+      const w = { ...want };
+      if (JSON.stringify(Object.entries(g).sort()) !== JSON.stringify(Object.entries(w).sort())) {
+        diffs.push(`${JSON.stringify(want.t)}\n  go:     ${JSON.stringify(w)}\n  nodens: ${JSON.stringify(g)}`);
+      }
+    }
+  }
+  assert.equal(diffs.length, 0, `${diffs.length} differ:\n${diffs.slice(0, 25).join('\n')}`);
+});
+
+test('a recursion deeper than the JavaScript stack fails with Go\'s depth error', () => {
+  const t = GoTemplate.parse('answer', '{{ define "x" }}{{ template "x" }}{{ end }}{{ template "x" }}');
+  assert.throws(() => t.execute(new Data()), {
+    message: 'template: answer:1:28: executing "x" at <{{template "x"}}>: exceeded maximum template depth (100000)',
+  });
+});
+
+test('a bounded recursion runs as deep as templates need', () => {
+  // 500 levels: one character per call, counted down with slice.
+  const t = GoTemplate.parse('answer', '{{ define "x" }}{{ if . }}.{{ template "x" (slice . 1) }}{{ end }}{{ end }}{{ template "x" .Name }}');
+  const long = GoTemplate.parse('answer', `{{ template "y" "${'a'.repeat(500)}" }}{{ define "y" }}{{ if . }}.{{ template "y" (slice . 1) }}{{ end }}{{ end }}`);
+  assert.equal(t.execute(new Data()), '..........');
+  assert.equal(long.execute(new Data()), '.'.repeat(500));
 });
 
 test('printf verbs', () => {

@@ -9,15 +9,19 @@
 // Supported: text, comments, trim markers, actions with pipelines,
 // parenthesised pipelines, fields, chains, variables (`$x :=`, `$x =`),
 // if/else if/else/with/else with/range (slices, maps, integers; else,
-// break, continue) and the builtins and, or, not, len, index, slice, eq, ne,
-// lt, le, gt, ge, print, printf, println, html, urlquery, plus the functions
-// a caller registers. Not supported, and a parse error so that it fails at
-// setup: define, template, block, call, js, complex-number constants.
+// break, continue), define/template/block (one template set per text, as
+// template.New(name).Parse), and all of Go's builtins: and, or, not, len,
+// index, slice, eq, ne, lt, le, gt, ge, print, printf, println, html, js,
+// urlquery, call (no value of this model is a function: it always fails as
+// Go's does on a non-function), plus the functions a caller registers. Not
+// supported, and a parse error so that it fails at setup: complex-number
+// constants. A {{template}} recursion deeper than the JavaScript stack fails
+// with Go's depth-limit error before Go's limit (100000).
 //
 // Go values in JavaScript: `undefined` is Go's invalid reflect.Value (a
 // missing map key, printed `<no value>`), `null` a nil interface, a JS string
-// a string, a JS number an `int` (a constant beyond 2^53: an exact bigint), a
-// bigint a `uint64`, `true`/`false` bools,
+// a string, a JS number an `int` (a constant beyond 2^53: a GoNum 'int' with
+// its exact value in `big`), a bigint a `uint64`, `true`/`false` bools,
 // GoNum any other numeric type (uint16, float64, ...), GoSlice, GoMap and
 // GoStruct the composite types.
 
@@ -25,9 +29,12 @@
 export class GoNum {
   readonly type: string;
   readonly v: number;
-  constructor(type: string, v: number) {
+  /** The exact value of an integer beyond 2^53 (an int constant such as 9223372036854775807). */
+  readonly big: bigint | undefined;
+  constructor(type: string, v: number, big?: bigint) {
     this.type = type;
     this.v = v;
+    this.big = big;
   }
 }
 
@@ -81,6 +88,8 @@ export abstract class GoStruct {
   addrString(): string | undefined { return undefined; }
   /** fmt's %v of the struct without a String method: its fields in order. */
   fieldValues(): unknown[] { return []; }
+  /** The names of fieldValues' fields, which %+v prints. */
+  fieldNames(): readonly string[] { return []; }
 }
 
 export const NO_FIELD: unique symbol = Symbol('no field');
@@ -402,7 +411,15 @@ class Lexer {
   }
 
   private lexNumber(): boolean {
-    if (!this.scanNumber()) return this.error(`bad number syntax: ${goQuote(this.input.slice(this.start, this.pos))}`);
+    const bad = (): false => this.error(`bad number syntax: ${goQuote(this.input.slice(this.start, this.pos))}`);
+    if (!this.scanNumber()) return bad();
+    const sign = this.peek();
+    if (sign === '+' || sign === '-') {
+      // A complex constant (1+2i): a second number ending in i, with no blank.
+      if (!this.scanNumber() || this.input[this.pos - 1] !== 'i') return bad();
+      this.emit(I.complex);
+      return true;
+    }
     this.emit(I.number);
     return true;
   }
@@ -496,7 +513,7 @@ function fmtU(cp: number): string {
 export type Node =
   | TextNode | ActionNode | IfNode | RangeNode | WithNode | ListNode | BreakNode | ContinueNode
   | PipeNode | CommandNode | FieldNode | ChainNode | VariableNode | IdentifierNode | DotNode | NilNode
-  | BoolNode | NumberNode | StringNode | EndNode | ElseNode;
+  | BoolNode | NumberNode | StringNode | TemplateNode | EndNode | ElseNode;
 
 interface Base { pos: number }
 export interface TextNode extends Base { kind: 'text'; text: string }
@@ -521,6 +538,8 @@ export interface NumberNode extends Base {
   int: bigint; float: number;
 }
 export interface StringNode extends Base { kind: 'string'; quoted: string; text: string }
+/** `{{template "NAME" PIPE}}` (also what a block leaves in its parent). */
+export interface TemplateNode extends Base { kind: 'template'; name: string; pipe: PipeNode | undefined }
 interface EndNode extends Base { kind: 'end' }
 interface ElseNode extends Base { kind: 'else' }
 
@@ -556,20 +575,27 @@ export function nodeString(n: Node): string {
     case 'bool': return n.value ? 'true' : 'false';
     case 'number': return n.text;
     case 'string': return n.quoted;
+    case 'template': return `{{template ${goQuote(n.name)}${n.pipe === undefined ? '' : ' ' + nodeString(n.pipe)}}}`;
     case 'end': return '{{end}}';
     case 'else': return '{{else}}';
   }
 }
+
+/** Go's parse.IsEmptyTree: only blank text (Unicode white space, as bytes.TrimSpace) and comments. */
+function isEmptyTree(n: ListNode): boolean {
+  return n.nodes.every((x) => x.kind === 'text' && GO_SPACE_ONLY.test(x.text));
+}
+
+/** unicode.IsSpace's runes (JS's \s adds U+FEFF and lacks U+0085). */
+const GO_SPACE_ONLY = /^[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]*$/;
 
 // ---------------------------------------------------------------- parser
 
 /** The builtins this engine implements (Go's names). */
 const BUILTINS = new Set([
   'and', 'or', 'not', 'len', 'index', 'slice', 'eq', 'ne', 'lt', 'le', 'gt', 'ge',
-  'print', 'printf', 'println', 'html', 'urlquery',
+  'print', 'printf', 'println', 'html', 'urlquery', 'js', 'call',
 ]);
-/** Go builtins deliberately left out: parsing a template that uses them fails. */
-const UNSUPPORTED_BUILTINS = new Set(['call', 'js']);
 
 class Parser {
   readonly name: string;
@@ -581,6 +607,8 @@ class Parser {
   rangeDepth = 0;
   lastLine = 1;
   actionLine = 0;
+  /** Go's treeSet: every template the text defines, by name (the main one under `name`). */
+  readonly trees = new Map<string, ListNode>();
 
   constructor(name: string, text: string, funcs: ReadonlyMap<string, GoFunc>) {
     this.name = name;
@@ -634,7 +662,8 @@ class Parser {
     return t;
   }
 
-  parse(): ListNode {
+  /** Go's Tree.Parse: the main template and the ones it defines, into `trees`. */
+  parse(): void {
     const lx = new Lexer(this.text);
     this.items = lx.run();
     const root: ListNode = { kind: 'list', pos: this.peek().pos, nodes: [] };
@@ -642,14 +671,94 @@ class Parser {
       if (this.peek().typ === I.leftDelim) {
         const save = this.idx;
         this.nextItem();
-        if (this.nextNonSpace().typ === I.define) this.errorf('{{define}} is not supported');
+        if (this.nextNonSpace().typ === I.define) {
+          this.definition();
+          continue;
+        }
         this.idx = save;
       }
       const n = this.textOrAction();
       if (n.kind === 'end' || n.kind === 'else') this.errorf(`unexpected ${nodeString(n)}`);
       root.nodes.push(n);
     }
-    return root;
+    this.add(this.name, root);
+  }
+
+  /** Go's Tree.add: a second non-empty definition of a name is an error; an empty one yields. */
+  add(name: string, root: ListNode): void {
+    const old = this.trees.get(name);
+    if (old === undefined || isEmptyTree(old)) {
+      this.trees.set(name, root);
+      return;
+    }
+    if (!isEmptyTree(root)) this.errorf(`template: multiple definition of template ${goQuote(name)}`);
+  }
+
+  /**
+   * A template body parsed as Go parses it in a tree of its own (define,
+   * block): no variables but `$`, outside any range.
+   */
+  subTree(): [ListNode, Node] {
+    const vars = this.vars;
+    const depth = this.rangeDepth;
+    this.vars = ['$'];
+    this.rangeDepth = 0;
+    try {
+      return this.itemList();
+    } finally {
+      this.vars = vars;
+      this.rangeDepth = depth;
+    }
+  }
+
+  /** `{{define "NAME"}}...{{end}}` at the top level (Go's parseDefinition). */
+  definition(): void {
+    const context = 'define clause';
+    const tok = this.nextNonSpace();
+    if (tok.typ !== I.string && tok.typ !== I.rawString) this.unexpected(tok, context);
+    const name = goUnquote(tok.val);
+    if (name === undefined) this.errorf('invalid syntax');
+    this.expect(I.rightDelim, context);
+    const [list, end] = this.subTree();
+    if (end.kind !== 'end') this.errorf(`unexpected ${nodeString(end)} in ${context}`);
+    this.add(name, list);
+  }
+
+  templateName(tok: Item, context: string): string {
+    if (tok.typ !== I.string && tok.typ !== I.rawString) this.unexpected(tok, context);
+    const name = goUnquote(tok.val);
+    if (name === undefined) this.errorf('invalid syntax');
+    return name;
+  }
+
+  /** `{{template "NAME" [PIPELINE]}}`. */
+  templateControl(): TemplateNode {
+    const tok = this.nextNonSpace();
+    const name = this.templateName(tok, 'template clause');
+    let pipe: PipeNode | undefined;
+    if (this.nextNonSpace().typ !== I.rightDelim) {
+      this.backup();
+      // Variables declared here persist until the enclosing end, as in Go.
+      pipe = this.pipeline('template clause', I.rightDelim);
+    }
+    return { kind: 'template', pos: tok.pos, name, pipe };
+  }
+
+  /** `{{block "NAME" PIPELINE}}...{{end}}`: defines NAME and invokes it. */
+  blockControl(): TemplateNode {
+    const context = 'block clause';
+    const tok = this.nextNonSpace();
+    const name = this.templateName(tok, context);
+    const pipe = this.pipeline(context, I.rightDelim);
+    // Go reports the missing end with the line of the block's own last token.
+    const line = this.lastLine;
+    const [list, end] = this.subTree();
+    if (end.kind !== 'end') {
+      this.lastLine = line;
+      this.errorf(`unexpected ${nodeString(end)} in ${context}`);
+    }
+    this.add(name, list);
+    return { kind: 'template', pos: tok.pos, name, pipe };
   }
 
   textOrAction(): Node {
@@ -671,8 +780,8 @@ class Parser {
   action(): Node {
     const t = this.nextNonSpace();
     switch (t.typ) {
-      case I.block: this.errorf('{{block}} is not supported'); break;
-      case I.template: this.errorf('{{template}} is not supported'); break;
+      case I.block: return this.blockControl();
+      case I.template: return this.templateControl();
       case I.break: return this.breakControl(t, 'break');
       case I.continue: return this.breakControl(t, 'continue');
       case I.else: return this.elseControl();
@@ -831,7 +940,6 @@ class Parser {
     const t = this.nextNonSpace();
     switch (t.typ) {
       case I.identifier:
-        if (UNSUPPORTED_BUILTINS.has(t.val)) this.errorf(`function ${goQuote(t.val)} is not supported`);
         if (!BUILTINS.has(t.val) && !this.funcs.has(t.val)) this.errorf(`function ${goQuote(t.val)} not defined`);
         return { kind: 'identifier', pos: t.pos, name: t.val };
       case I.dot: return { kind: 'dot', pos: t.pos };
@@ -1005,8 +1113,14 @@ export function goUnquote(q: string): string | undefined {
   return Buffer.from(bytes).toString('utf8');
 }
 
-/** Go's strconv.Quote (ASCII-printable and printable Unicode kept). */
-export function goQuote(s: string): string {
+/** Go's unicode.IsPrint for one rune: letters, marks, numbers, punctuation, symbols, and the ASCII space only. */
+function isGoPrint(ch: string): boolean {
+  return ch === ' ' || GO_PRINT.test(ch);
+}
+const GO_PRINT = /^[\p{L}\p{M}\p{N}\p{P}\p{S}]$/u;
+
+/** Go's strconv.Quote (ASCII-printable and printable Unicode kept); QuoteToASCII when `ascii`. */
+export function goQuote(s: string, ascii = false): string {
   let out = '"';
   for (const ch of s) {
     const cp = ch.codePointAt(0)!;
@@ -1023,7 +1137,7 @@ export function goQuote(s: string): string {
     }
     if (cp < 0x20 || cp === 0x7f) out += '\\x' + cp.toString(16).padStart(2, '0');
     else if (cp === 0xfffd && ch !== '\ufffd') out += '\\ufffd';
-    else if (cp >= 0x80 && !/^[\p{L}\p{M}\p{N}\p{P}\p{S}\p{Zs}]$/u.test(ch)) {
+    else if (cp >= 0x80 && (ascii || !isGoPrint(ch))) {
       out += cp > 0xffff ? '\\U' + cp.toString(16).padStart(8, '0') : '\\u' + cp.toString(16).padStart(4, '0');
     } else out += ch;
   }
@@ -1038,6 +1152,8 @@ export class GoTemplate {
   readonly text: string;
   readonly root: ListNode;
   readonly funcs: ReadonlyMap<string, GoFunc>;
+  /** Every template of the text by name ({{define}}, {{block}}; the main one under `name`). */
+  readonly trees: ReadonlyMap<string, ListNode>;
 
   /**
    * For a template of only text and `{{ .Field }}` actions: the text parts and
@@ -1046,18 +1162,21 @@ export class GoTemplate {
    */
   private readonly simple: string[] | undefined;
 
-  private constructor(name: string, text: string, root: ListNode, funcs: ReadonlyMap<string, GoFunc>) {
+  private constructor(name: string, text: string, trees: ReadonlyMap<string, ListNode>, funcs: ReadonlyMap<string, GoFunc>) {
     this.name = name;
     this.text = text;
-    this.root = root;
+    // A {{define}} of the main name replaces a main text that is empty (Go's Tree.add).
+    this.root = trees.get(name)!;
+    this.trees = trees;
     this.funcs = funcs;
-    this.simple = simpleParts(root);
+    this.simple = simpleParts(this.root);
   }
 
   /** Go's template.New(name).Funcs(funcs).Parse(text); throws GoTemplateError. */
   static parse(name: string, text: string, funcs: ReadonlyMap<string, GoFunc> = new Map()): GoTemplate {
     const p = new Parser(name, text, funcs);
-    return new GoTemplate(name, text, p.parse(), funcs);
+    p.parse();
+    return new GoTemplate(name, text, p.trees, funcs);
   }
 
   /** Go's Tree.Root.String(): the template re-printed from its parse tree. */
@@ -1104,14 +1223,23 @@ const CONTINUE = Symbol('continue');
 /** Go's missingVal: no final pipeline value. */
 const MISSING = Symbol('missing');
 
+/** Go's maxExecDepth: how deep {{template}} invocations may nest. */
+const MAX_EXEC_DEPTH = 100000;
+
 class ExecState {
   readonly t: GoTemplate;
   out = '';
   node: Node | undefined;
   vars: [string, unknown][];
+  /** The template being executed (a {{define}}d one inside {{template}}), named in errors. */
+  tmpl: string;
+  depth = 0;
+  /** Set by a field chain: its value is an element of a map[string]interface{} (static type interface{}). */
+  lastInterface = false;
 
   constructor(t: GoTemplate, data: unknown) {
     this.t = t;
+    this.tmpl = t.name;
     this.vars = [['$', data]];
   }
 
@@ -1125,7 +1253,7 @@ class ExecState {
     const nl = before.lastIndexOf('\n');
     const col = nl < 0 ? Buffer.byteLength(before) : Buffer.byteLength(before.slice(nl + 1));
     const line = 1 + count(before, '\n');
-    throw new GoExecError(`template: ${name}:${line}:${col}: executing ${goQuote(name)} at <${nodeString(this.node)}>: ${msg}`);
+    throw new GoExecError(`template: ${name}:${line}:${col}: executing ${goQuote(this.tmpl)} at <${nodeString(this.node)}>: ${msg}`);
   }
 
   walk(dot: unknown, node: Node): void {
@@ -1157,9 +1285,42 @@ class ExecState {
       case 'text':
         this.out += node.text;
         return;
+      case 'template':
+        this.walkTemplate(dot, node);
+        return;
       default:
         this.errorf(`unknown node: ${nodeString(node)}`);
     }
+  }
+
+  /** `{{template "NAME" PIPE}}`: NAME runs with the pipeline's value as dot and `$`, and no other variables. */
+  walkTemplate(dot: unknown, t: TemplateNode): void {
+    this.at(t);
+    const root = this.t.trees.get(t.name);
+    if (root === undefined) this.errorf(`template ${goQuote(t.name)} not defined`);
+    if (this.depth === MAX_EXEC_DEPTH) this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    // Variables the pipeline declares persist in the caller, as in Go.
+    const v = t.pipe === undefined ? undefined : this.evalPipeline(dot, t.pipe);
+    const vars = this.vars;
+    const tmpl = this.tmpl;
+    this.vars = [['$', v]];
+    this.tmpl = t.name;
+    this.depth++;
+    try {
+      this.walk(v, root);
+    } catch (e) {
+      // JavaScript's stack ends long before Go's depth limit: a recursion
+      // that deep fails here with Go's error for the limit, at this call.
+      if (!(e instanceof RangeError) || !e.message.includes('call stack')) throw e;
+      this.vars = vars;
+      this.tmpl = tmpl;
+      this.depth--;
+      this.at(t);
+      this.errorf(`exceeded maximum template depth (${MAX_EXEC_DEPTH})`);
+    }
+    this.vars = vars;
+    this.tmpl = tmpl;
+    this.depth--;
   }
 
   walkRange(dot: unknown, r: RangeNode): void {
@@ -1239,7 +1400,11 @@ class ExecState {
   evalPipeline(dot: unknown, pipe: PipeNode): unknown {
     this.at(pipe);
     let v: unknown = MISSING;
-    for (const cmd of pipe.cmds) v = this.evalCommand(dot, cmd, v);
+    for (const cmd of pipe.cmds) {
+      v = this.evalCommand(dot, cmd, v);
+      // Go digs into an interface{} result: a nil one becomes no value.
+      if (v === null) v = undefined;
+    }
     for (const d of pipe.decl) {
       if (pipe.isAssign) this.setVar(d.ident[0]!, v);
       else this.vars.push([d.ident[0]!, v]);
@@ -1280,7 +1445,7 @@ class ExecState {
       return new GoNum('float64', c.float);
     }
     // An int beyond 2^53 stays exact as a bigint (which otherwise stands for uint64).
-    if (c.isInt) return Number.isSafeInteger(Number(c.int)) ? Number(c.int) : c.int;
+    if (c.isInt) return Number.isSafeInteger(Number(c.int)) ? Number(c.int) : new GoNum('int', Number(c.int), c.int);
     if (c.isUint) this.errorf(`${c.text} overflows int`);
     return undefined;
   }
@@ -1309,11 +1474,18 @@ class ExecState {
 
   evalFieldChain(dot: unknown, recv: unknown, node: Node, ident: string[], args: Node[] | undefined, final: unknown): unknown {
     const n = ident.length;
-    for (let i = 0; i < n - 1; i++) recv = this.evalField(dot, ident[i]!, node, undefined, MISSING, recv);
-    return this.evalField(dot, ident[n - 1]!, node, args, final, recv);
+    // An element of a map[string]interface{} keeps its static type in the chain (Go's errors name it).
+    let staticType: string | undefined;
+    for (let i = 0; i < n - 1; i++) {
+      const from = recv;
+      recv = this.evalField(dot, ident[i]!, node, undefined, MISSING, recv, staticType);
+      staticType = from instanceof GoMap && from.type.endsWith(']interface {}') ? 'interface {}' : undefined;
+    }
+    this.lastInterface = recv instanceof GoMap && recv.type.endsWith(']interface {}');
+    return this.evalField(dot, ident[n - 1]!, node, args, final, recv, staticType);
   }
 
-  evalField(dot: unknown, name: string, node: Node, args: Node[] | undefined, final: unknown, recv: unknown): unknown {
+  evalField(dot: unknown, name: string, node: Node, args: Node[] | undefined, final: unknown, recv: unknown, staticType?: string): unknown {
     if (recv === undefined) return undefined;
     if (recv === null) this.errorf(`nil pointer evaluating interface {}.${name}`);
     const hasArgs = (args !== undefined && args.length > 1) || final !== MISSING;
@@ -1330,7 +1502,7 @@ class ExecState {
       if (hasArgs) this.errorf(`${name} is not a method but has arguments`);
       return recv.m?.get(name);
     }
-    this.errorf(`can't evaluate field ${name} in type ${typeName(recv)}`);
+    this.errorf(`can't evaluate field ${name} in type ${staticType ?? typeName(recv)}`);
   }
 
   evalFunction(dot: unknown, node: IdentifierNode, cmd: Node, args: Node[] | undefined, final: unknown): unknown {
@@ -1466,13 +1638,14 @@ class ExecState {
         if (v instanceof GoMap) return v.m?.size ?? 0;
         if (v === undefined) return fail('reflect: call of reflect.Value.Type on zero Value');
         if (v === null) return fail('len of nil pointer');
-        return fail(`len of type ${typeName(v)}`);
+        // Go looks through the pointer: the struct's type, without *.
+        return fail(`len of type ${typeName(v).replace(/^\*/, '')}`);
       }
       case 'index': {
         want(1, true);
         const [item, ...idx] = this.args(dot, a, final);
         let v = item;
-        if (v === null) return fail('index of untyped nil');
+        if (v === null || v === undefined) return fail('index of untyped nil');
         for (const x of idx) {
           if (v instanceof GoSlice || typeof v === 'string') {
             const len = typeof v === 'string' ? Buffer.byteLength(v) : v.items.length;
@@ -1481,12 +1654,14 @@ class ExecState {
             if (typeof v === 'string') v = new GoNum('uint8', Buffer.from(v)[i]!);
             else v = v.items[i];
           } else if (v instanceof GoMap) {
-            if (x === null) return fail('value is nil; should be of type string');
+            if (x === null || x === undefined) return fail('value is nil; should be of type string');
             if (typeof x !== 'string') return fail(`value has type ${typeName(x)}; should be string`);
             const got = v.m?.get(x);
             v = got === undefined ? v.zero : got;
           } else if (v === undefined) {
             return fail('index of untyped nil');
+          } else if (v === null) {
+            return fail('index of nil pointer');
           } else {
             return fail(`can't index item of type ${typeName(v)}`);
           }
@@ -1495,7 +1670,19 @@ class ExecState {
       }
       case 'slice': {
         want(1, true);
-        const [item, ...idx] = this.args(dot, a, final);
+        // Unlike index, slice does not look inside an index of static type interface{} (a .Var value).
+        const vals: unknown[] = [];
+        const boxed: boolean[] = [];
+        for (const n of a) {
+          this.lastInterface = false;
+          vals.push(this.evalArg(dot, 'value', n));
+          boxed.push(this.lastInterface && (n.kind === 'field' || n.kind === 'variable' || n.kind === 'chain'));
+        }
+        if (final !== MISSING) {
+          vals.push(final);
+          boxed.push(false);
+        }
+        const [item, ...idx] = vals;
         if (item === null || item === undefined) return fail('slice of untyped nil');
         if (idx.length > 3) return fail(`too many slice indexes: ${idx.length}`);
         let len: number;
@@ -1505,16 +1692,20 @@ class ExecState {
         } else if (item instanceof GoSlice) len = item.items.length;
         else return fail(`can't slice item of type ${typeName(item)}`);
         const ix = [0, len];
-        for (let k = 0; k < idx.length; k++) ix[k] = indexArg(idx[k], len, fail);
+        for (let k = 0; k < idx.length; k++) {
+          if (boxed[k + 1] === true && idx[k] !== undefined) return fail('cannot index slice/array with type interface {}');
+          ix[k] = indexArg(idx[k], len, fail);
+        }
         if (ix[0]! > ix[1]!) return fail(`invalid slice index: ${ix[0]} > ${ix[1]}`);
         if (typeof item === 'string') return Buffer.from(item).subarray(ix[0], ix[1]).toString('utf8');
         if (idx.length === 3 && ix[1]! > ix[2]!) return fail(`invalid slice index: ${ix[1]} > ${ix[2]}`);
         return new GoSlice(item.type, item.items.slice(ix[0], ix[1]));
       }
       case 'eq': case 'ne': case 'lt': case 'le': case 'gt': case 'ge': {
+        // Go checks the number of arguments before evaluating them.
+        want(name === 'eq' ? 1 : 2, name === 'eq');
         const v = this.args(dot, a, final);
         if (name === 'eq') {
-          want(1, true);
           if (v.length < 2) return fail('missing argument for comparison');
           for (let k = 1; k < v.length; k++) {
             const r = compare(v[0], v[k], true);
@@ -1523,7 +1714,6 @@ class ExecState {
           }
           return false;
         }
-        want(2, false);
         const r = compare(v[0], v[1], name === 'ne');
         if (typeof r === 'string') return fail(r);
         switch (name) {
@@ -1552,6 +1742,19 @@ class ExecState {
       }
       case 'html': return htmlEscape(evalArgsString(this.args(dot, a, final)));
       case 'urlquery': return queryEscape(evalArgsString(this.args(dot, a, final)));
+      case 'js': return jsEscape(evalArgsString(this.args(dot, a, final)));
+      case 'call': {
+        want(1, true);
+        const v = this.args(dot, a, final);
+        // Go names the callee by its node, or by reflect's String() of a piped value.
+        const callee = a.length > 0 ? nodeString(a[0]!) : reflectString(final);
+        const fn = v[0];
+        if (fn === undefined || fn === null) return fail('call of nil');
+        // No Go value of this engine is a callable function: a func-typed
+        // value models a nil func, which reflect refuses to call.
+        if (fn instanceof GoFuncValue) return fail('reflect.Value.Call: call of nil function');
+        return fail(`non-function ${callee} of type ${typeName(fn)}`);
+      }
     }
     this.errorf(`${goQuote(name)} is not a defined function`);
   }
@@ -1587,20 +1790,75 @@ function indexArg(x: unknown, cap: number, fail: (m: string) => never): number {
   let i: number;
   if (typeof x === 'number') i = x;
   else if (typeof x === 'bigint') i = Number(x);
-  else if (x instanceof GoNum && x.type !== 'float64') i = x.v;
-  else if (x === null) return fail('cannot index slice/array with nil');
+  else if (x instanceof GoNum && x.type !== 'float64') {
+    if (x.big !== undefined) return fail(`index out of range: ${x.big}`);
+    i = x.v;
+  }
+  else if (x === null || x === undefined) return fail('cannot index slice/array with nil');
   else return fail(`cannot index slice/array with type ${typeName(x)}`);
   if (i < 0 || i > cap) return fail(`index out of range: ${i}`);
   return i;
 }
 
+/** reflect.Value.String(): a string's text, `<T Value>` for any other type. */
+function reflectString(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === undefined) return '<invalid Value>';
+  if (v === null) return '<interface {} Value>';
+  return `<${typeName(v)} Value>`;
+}
+
+/** text/template's evalArgs (html, js, urlquery): fmt.Sprint, with nil and no value as `<no value>` strings. */
 function evalArgsString(args: unknown[]): string {
   if (args.length === 1 && typeof args[0] === 'string') return args[0];
-  return goSprint(args);
+  return goSprint(args.map((a) => {
+    if (a === undefined || a === null) return '<no value>';
+    // Through a pointer to a struct: the struct (no &), as printableValue does.
+    if (a instanceof GoStruct && a.goType.startsWith('*') && a.goString() === undefined) return new StructValue(a);
+    return a;
+  }));
+}
+
+/** The struct a pointer points to (`*T` printed as `T` would be). */
+class StructValue extends GoStruct {
+  readonly goType: string;
+  readonly p: GoStruct;
+  constructor(p: GoStruct) {
+    super();
+    this.p = p;
+    this.goType = p.goType.slice(1);
+  }
+
+  field(name: string): unknown { return this.p.field(name); }
+  override fieldValues(): unknown[] { return this.p.fieldValues(); }
+  override fieldNames(): readonly string[] { return this.p.fieldNames(); }
 }
 
 function htmlEscape(s: string): string {
   return s.replace(/[\0"'&<>]/g, (c) => ({ '\0': '\uFFFD', '"': '&#34;', '\'': '&#39;', '&': '&amp;', '<': '&lt;', '>': '&gt;' })[c]!);
+}
+
+/** Go's template.JSEscapeString. */
+function jsEscape(s: string): string {
+  let out = '';
+  for (const ch of s) {
+    const cp = ch.codePointAt(0)!;
+    if (cp >= 0x80) {
+      out += isGoPrint(ch) ? ch : '\\u' + cp.toString(16).toUpperCase().padStart(4, '0');
+      continue;
+    }
+    switch (ch) {
+      case '\\': out += '\\\\'; break;
+      case '\'': out += '\\\''; break;
+      case '"': out += '\\"'; break;
+      case '<': out += '\\u003C'; break;
+      case '>': out += '\\u003E'; break;
+      case '&': out += '\\u0026'; break;
+      case '=': out += '\\u003D'; break;
+      default: out += cp < 0x20 ? '\\u00' + cp.toString(16).toUpperCase().padStart(2, '0') : ch;
+    }
+  }
+  return out;
 }
 
 function queryEscape(s: string): string {
@@ -1666,9 +1924,24 @@ function basicKind(v: unknown): Kind {
   return 'other';
 }
 
+/** reflect's Kind of a value of no basic kind ('invalid' for no value and nil interfaces). */
+function reflectKind(v: unknown): string {
+  if (v === undefined || v === null) return 'invalid';
+  if (v instanceof GoSlice) return 'slice';
+  if (v instanceof GoMap) return 'map';
+  if (v instanceof GoFuncValue) return 'func';
+  if (v instanceof GoStruct) return v.goType.startsWith('*') ? 'ptr' : 'struct';
+  return 'other';
+}
+
+/** Go's isNil in eq: no value, or a nil map or func. */
+function isNilValue(v: unknown): boolean {
+  return v === undefined || v === null || (v instanceof GoMap && v.m === undefined) || v instanceof GoFuncValue;
+}
+
 function numOf(v: unknown): number | bigint {
   if (typeof v === 'number' || typeof v === 'bigint') return v;
-  return (v as GoNum).v;
+  return (v as GoNum).big ?? (v as GoNum).v;
 }
 
 /**
@@ -1676,18 +1949,30 @@ function numOf(v: unknown): number | bigint {
  * `eqOnly`: eq/ne, which also compare non-basic comparable values.
  */
 function compare(a: unknown, b: unknown, eqOnly: boolean): number | string {
-  if (a === null || a === undefined || b === null || b === undefined) {
-    if (!eqOnly) return 'invalid type for comparison';
-    return (a === null || a === undefined) && (b === null || b === undefined) ? 0 : 1;
-  }
   const ka = basicKind(a);
   const kb = basicKind(b);
-  if (ka === 'other' || kb === 'other') {
-    if (!eqOnly) return 'invalid type for comparison';
-    if (a instanceof GoSlice || a instanceof GoMap || b instanceof GoSlice || b instanceof GoMap) {
-      return `non-comparable type ${fmtValue(a)}: ${typeName(a)}`;
+  if (!eqOnly && (ka === 'other' || kb === 'other')) return 'invalid type for comparison';
+  const nilA = a === null || a === undefined;
+  const nilB = b === null || b === undefined;
+  if (ka === 'other' && kb === 'other') {
+    // Go's eq on two values of no basic kind (nil, maps, slices, structs):
+    // nil against anything of a kind that can be nil, else same kinds only.
+    const rk = reflectKind(a);
+    const rkb = reflectKind(b);
+    if (rk !== rkb && !nilA && !nilB) {
+      return `non-comparable types ${fmtOne(a, 's', NO_FLAGS)}: ${typeName(a)}, ${typeName(b)}: ${fmtValue(b)}`;
     }
-    return typeName(a) === typeName(b) ? (a === b ? 0 : 1) : 'incompatible types for comparison';
+    const na = isNilValue(a);
+    const nb = isNilValue(b);
+    if (na || nb) return na === nb ? 0 : 1;
+    if (b instanceof GoSlice || b instanceof GoMap || b instanceof GoFuncValue) {
+      return `non-comparable type ${fmtOne(b, 's', NO_FLAGS)}: ${typeName(b)}`;
+    }
+    return typeName(a) === typeName(b) && a === b ? 0 : 1;
+  }
+  if (ka === 'other' || kb === 'other') {
+    // One side of no basic kind: only nil on either side is not an error.
+    return nilA || nilB ? 1 : `incompatible types for comparison: ${typeName(a)} and ${typeName(b)}`;
   }
   if (ka !== kb) {
     if ((ka === 'int' && kb === 'uint') || (ka === 'uint' && kb === 'int')) {
@@ -1715,7 +2000,7 @@ export function fmtValue(v: unknown, plusV = false): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'number' || typeof v === 'bigint') return String(v);
-  if (v instanceof GoNum) return v.type.startsWith('float') ? formatFloatG(v.v, -1) : String(v.v);
+  if (v instanceof GoNum) return v.type.startsWith('float') ? formatFloatG(v.v, -1) : String(v.big ?? v.v);
   if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtValue(x, plusV)).join(' ') + ']';
   if (v instanceof GoMap) {
     if (v.m === undefined) return 'map[]';
@@ -1724,7 +2009,8 @@ export function fmtValue(v: unknown, plusV = false): string {
   if (v instanceof GoStruct) {
     const s = v.goString();
     if (s !== undefined) return s;
-    const body = '{' + v.fieldValues().map((x) => fmtValue(x, plusV)).join(' ') + '}';
+    const names = plusV ? v.fieldNames() : [];
+    const body = '{' + v.fieldValues().map((x, i) => (names[i] !== undefined ? names[i] + ':' : '') + fmtValue(x, plusV)).join(' ') + '}';
     return v.goType.startsWith('*') ? '&' + body : body;
   }
   if (v instanceof GoFuncValue) return '0x0';
@@ -1753,15 +2039,96 @@ export function formatFloatG(f: number, prec: number): string {
     return sign + plainDecimal(digits, exp);
   }
   const p = prec === 0 ? 1 : prec;
-  const e = f.toExponential(p - 1);
-  const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(e)!;
-  digits = (m[2]! + (m[3] ?? '')).replace(/0+$/, '') || '0';
-  exp = Number(m[4]);
+  const d = roundDecimal(exactDecimal(f), p);
+  const sign = f < 0 ? '-' : '';
+  digits = d.digits.replace(/0+$/, '') || '0';
+  exp = d.point - 1;
   if (exp < -4 || exp >= p) {
     const mant = digits.length > 1 ? digits[0] + '.' + digits.slice(1) : digits;
-    return m[1]! + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+    return sign + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
   }
-  return m[1]! + plainDecimal(digits, exp);
+  return sign + plainDecimal(digits, exp);
+}
+
+/** A decimal: the value is 0.DIGITS × 10^point. */
+interface Decimal { digits: string; point: number }
+
+/** The exact decimal expansion of |f| (finite, non-zero). */
+function exactDecimal(f: number): Decimal {
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  let e = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (e === 0) e = 1;
+  else mant |= 1n << 52n;
+  e -= 1075;
+  if (mant === 0n) return { digits: '0', point: 1 };
+  if (e >= 0) {
+    const digits = (mant << BigInt(e)).toString();
+    return { digits, point: digits.length };
+  }
+  const digits = (mant * 5n ** BigInt(-e)).toString();
+  return { digits, point: digits.length + e };
+}
+
+/** Round to `n` significant digits, half to even on an exact tie (as strconv; JavaScript rounds ties up). */
+function roundDecimal(d: Decimal, n: number): Decimal {
+  const { digits, point } = d;
+  if (digits.length <= n) return { digits: digits + '0'.repeat(Math.max(0, n - digits.length)), point };
+  if (n < 0) return { digits: '', point };
+  const next = digits.charCodeAt(n) - 48;
+  const rest = digits.slice(n + 1);
+  const prev = n > 0 ? digits.charCodeAt(n - 1) - 48 : 0;
+  const up = next > 5 || (next === 5 && (/[1-9]/.test(rest) || prev % 2 === 1));
+  const kept = digits.slice(0, n);
+  if (!up) return { digits: kept, point };
+  // Add one unit in the last kept place; all nines carry into a new leading 1.
+  const a = kept.split('');
+  let k = a.length - 1;
+  while (k >= 0 && a[k] === '9') a[k--] = '0';
+  if (k < 0) return { digits: '1' + '0'.repeat(Math.max(0, n - 1)), point: point + 1 };
+  a[k] = String(Number(a[k]) + 1);
+  return { digits: a.join(''), point };
+}
+
+/** %.Nf with strconv's rounding. */
+function formatFixed(f: number, prec: number): string {
+  if (f === 0) return (Object.is(f, -0) ? '-' : '') + (prec > 0 ? '0.' + '0'.repeat(prec) : '0');
+  const d = roundDecimal(exactDecimal(f), exactDecimal(f).point + prec);
+  let int: string;
+  let frac: string;
+  if (d.point <= 0) {
+    int = '0';
+    frac = ('0'.repeat(-d.point) + d.digits).padEnd(prec, '0').slice(0, prec);
+  } else {
+    int = d.digits.slice(0, d.point).padEnd(d.point, '0');
+    frac = d.digits.slice(d.point).padEnd(prec, '0').slice(0, prec);
+  }
+  return (f < 0 ? '-' : '') + int + (prec > 0 ? '.' + frac : '');
+}
+
+/** %.Ne with strconv's rounding. */
+function formatExp(f: number, prec: number, verb: string): string {
+  let digits = '0'.repeat(prec + 1);
+  let exp = 0;
+  if (f !== 0) {
+    const d = roundDecimal(exactDecimal(f), prec + 1);
+    digits = d.digits;
+    exp = d.point - 1;
+  }
+  const mant = digits[0]! + (prec > 0 ? '.' + digits.slice(1) : '');
+  const s = (f < 0 || Object.is(f, -0) ? '-' : '') + mant + 'e' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+  return verb === 'E' ? s.toUpperCase() : s;
+}
+
+/** strconv.FormatFloat(f, 'b', -1, 64): decimal mantissa, binary exponent. */
+function formatFloatB(f: number): string {
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  let e = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (e === 0) e = 1;
+  else mant |= 1n << 52n;
+  e -= 1075;
+  return (bits >> 63n === 1n ? '-' : '') + mant.toString() + 'p' + (e < 0 ? '-' : '+') + String(Math.abs(e));
 }
 
 function plainDecimal(digits: string, exp: number): string {
@@ -1786,6 +2153,7 @@ export function goSprintln(args: unknown[]): string {
 }
 
 interface Spec { minus: boolean; plus: boolean; sharp: boolean; space: boolean; zero: boolean; width?: number; prec?: number }
+const NO_FLAGS: Spec = { minus: false, plus: false, sharp: false, space: false, zero: false };
 
 function pad(s: string, sp: Spec, numeric: boolean): string {
   if (sp.width === undefined || [...s].length >= sp.width) return s;
@@ -1795,12 +2163,45 @@ function pad(s: string, sp: Spec, numeric: boolean): string {
     const sign = /^[+\- ]/.test(s) ? s[0]! : '';
     return sign + '0'.repeat(n) + s.slice(sign.length);
   }
-  return ' '.repeat(n) + s;
+  // fmt pads anything with zeros under the 0 flag, strings too.
+  return (sp.zero ? '0' : ' ').repeat(n) + s;
 }
 
-function badVerb(verb: string, v: unknown): string {
+/** fmt's %!verb(type=value): the value printed with %v and the verb's flags. */
+function badVerb(verb: string, v: unknown, sp: Spec): string {
   if (v === null || v === undefined) return `%!${verb}(<nil>)`;
-  return `%!${verb}(${typeName(v)}=${fmtValue(v)})`;
+  return `%!${verb}(${typeName(v)}=${fmtOne(v, 'v', sp, 0, true)})`;
+}
+
+/** fmt's %#v (Go syntax) of a value. */
+function goSyntax(v: unknown, inInterface = false): string {
+  if (v === undefined || v === null) return inInterface ? 'interface {}(nil)' : '<nil>';
+  if (typeof v === 'string') return goQuote(v);
+  if (typeof v === 'boolean' || typeof v === 'number') return String(v);
+  if (typeof v === 'bigint') return '0x' + v.toString(16);
+  if (v instanceof GoNum) {
+    if (v.type.startsWith('float')) return formatFloatG(v.v, -1);
+    return v.type.startsWith('u') ? '0x' + v.v.toString(16) : String(v.big ?? v.v);
+  }
+  const iface = (t: string): boolean => t.endsWith('interface {}');
+  if (v instanceof GoSlice) return `${v.type}{${v.items.map((x) => goSyntax(x, iface(v.type))).join(', ')}}`;
+  if (v instanceof GoMap) {
+    if (v.m === undefined) return `${v.type}(nil)`;
+    const m = v.m;
+    return `${v.type}{${[...m.keys()].sort(cmpStrings).map((k) => `${goQuote(k)}:${goSyntax(m.get(k), iface(v.type))}`).join(', ')}}`;
+  }
+  if (v instanceof GoStruct) {
+    const names = v.fieldNames();
+    const body = v.fieldValues().map((x, i) => `${names[i] ?? ''}:${goSyntax(x)}`).join(', ');
+    return v.goType.startsWith('*') ? `&${v.goType.slice(1)}{${body}}` : `${v.goType}{${body}}`;
+  }
+  return fmtValue(v);
+}
+
+/** An integer as a rune for %c and %q: anything that is not a valid code point is U+FFFD. */
+function runeOf(v: number | bigint): number {
+  const u = BigInt.asUintN(64, BigInt(v));
+  return u > 0x10ffffn || (u >= 0xd800n && u < 0xe000n) ? 0xfffd : Number(u);
 }
 
 function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
@@ -1814,9 +2215,10 @@ function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
     case 'o': s = abs.toString(8); if (sp.sharp) s = '0' + s; break;
     case 'O': s = '0o' + abs.toString(8); break;
     case 'b': s = abs.toString(2); break;
-    case 'c': return pad(String.fromCodePoint(Number(abs)), sp, false);
-    case 'q': return pad(goQuoteRune(Number(abs)), sp, false);
-    case 'U': return pad('U+' + abs.toString(16).toUpperCase().padStart(4, '0'), sp, false);
+    case 'c': return pad(String.fromCodePoint(runeOf(v)), sp, false);
+    case 'q': return pad(goQuoteRune(runeOf(v), sp.plus), sp, false);
+    // fmt prints the value as a uint64: a negative one in two's complement.
+    case 'U': return pad('U+' + BigInt.asUintN(64, BigInt(v)).toString(16).toUpperCase().padStart(4, '0'), sp, false);
     default: return '';
   }
   if (sp.prec !== undefined) s = s.padStart(sp.prec, '0');
@@ -1825,40 +2227,121 @@ function fmtInteger(v: number | bigint, verb: string, sp: Spec): string {
   return pad(sign + s, { ...sp, zero: sp.zero && zeroOK && !sp.minus }, true);
 }
 
-function goQuoteRune(cp: number): string {
-  const q = goQuote(String.fromCodePoint(cp));
+function goQuoteRune(cp: number, ascii = false): string {
+  const q = goQuote(String.fromCodePoint(cp), ascii);
   return '\'' + q.slice(1, -1).replace(/\\"/g, '"').replace(/'/g, '\\\'') + '\'';
 }
 
 function fmtFloat(f: number, verb: string, sp: Spec): string {
   let s: string;
   switch (verb) {
-    case 'f': case 'F': s = f.toFixed(sp.prec ?? 6); break;
-    case 'e': case 'E': {
-      s = f.toExponential(sp.prec ?? 6).replace(/e([+-])(\d)$/, 'e$10$2');
-      if (verb === 'E') s = s.toUpperCase();
-      break;
-    }
+    case 'f': case 'F': s = Number.isFinite(f) ? formatFixed(f, sp.prec ?? 6) : formatFloatG(f, -1); break;
+    case 'e': case 'E': s = Number.isFinite(f) ? formatExp(f, sp.prec ?? 6, verb) : formatFloatG(f, -1); break;
+    case 'b': s = Number.isFinite(f) ? formatFloatB(f) : formatFloatG(f, -1); break;
     case 'g': case 'G': case 'v': s = formatFloatG(f, sp.prec ?? -1); if (verb === 'G') s = s.toUpperCase(); break;
+    case 'x': case 'X': s = formatFloatX(f, sp.prec ?? -1, verb); break;
     default: return '';
+  }
+  if (sp.sharp && verb !== 'b' && Number.isFinite(f)) {
+    const neg = s.startsWith('-');
+    s = (neg ? '-' : '') + sharpFloat(neg ? s.slice(1) : s, verb, sp.prec ?? (verb === 'f' || verb === 'F' || verb === 'e' || verb === 'E' ? 6 : -1));
   }
   if (f >= 0 && sp.plus) s = '+' + s;
   else if (f >= 0 && sp.space) s = ' ' + s;
   return pad(s, sp, true);
 }
 
-function fmtString(s: string, verb: string, sp: Spec): string {
+/** fmt's # on a float: always a decimal point, trailing zeros kept up to the precision (6 when shortest). */
+function sharpFloat(num: string, verb: string, prec: number): string {
+  let digits = verb === 'v' || verb === 'g' || verb === 'G' || verb === 'x' ? (prec === -1 ? 6 : prec) : 0;
+  let tail = '';
+  let hasPoint = false;
+  let nonzero = false;
+  for (let i = 0; i < num.length; i++) {
+    const c = num[i]!;
+    if (c === '.') {
+      hasPoint = true;
+      continue;
+    }
+    if (c === 'p' || c === 'P' || ((c === 'e' || c === 'E') && verb !== 'x' && verb !== 'X')) {
+      tail = num.slice(i);
+      num = num.slice(0, i);
+      break;
+    }
+    // Go counts every significant character, the x of 0x included.
+    if (c !== '0') nonzero = true;
+    if (nonzero) digits--;
+  }
+  if (!hasPoint) {
+    if (num === '0') digits--;
+    num += '.';
+  }
+  if (digits > 0) num += '0'.repeat(digits);
+  return num + tail;
+}
+
+/** strconv.FormatFloat(f, 'x' or 'X', prec, 64): hexadecimal mantissa, binary exponent. */
+function formatFloatX(f: number, prec: number, verb: string): string {
+  if (Number.isNaN(f)) return 'NaN';
+  if (!Number.isFinite(f)) return f > 0 ? '+Inf' : '-Inf';
+  const bits = new DataView(new Float64Array([f]).buffer).getBigUint64(0, true);
+  const neg = bits >> 63n === 1n;
+  let exp = Number((bits >> 52n) & 0x7ffn);
+  let mant = bits & ((1n << 52n) - 1n);
+  if (exp === 0) exp++;
+  else mant |= 1n << 52n;
+  exp -= 1023;
+  if (mant === 0n) exp = 0;
+  const top = 1n << 60n;
+  mant <<= 8n;
+  while (mant !== 0n && (mant & top) === 0n) {
+    mant <<= 1n;
+    exp--;
+  }
+  if (prec >= 0 && prec < 15) {
+    const shift = BigInt(prec * 4);
+    const extra = (mant << shift) & (top - 1n);
+    mant >>= 60n - shift;
+    if ((extra | (mant & 1n)) > 1n << 59n) mant++;
+    mant <<= 60n - shift;
+    if ((mant & (1n << 61n)) !== 0n) {
+      mant >>= 1n;
+      exp++;
+    }
+  }
+  const mask = (1n << 64n) - 1n;
+  let out = (neg ? '-' : '') + '0' + verb + String((mant >> 60n) & 1n);
+  mant = (mant << 4n) & mask;
+  const digit = (): string => {
+    const d = Number((mant >> 60n) & 15n).toString(16);
+    mant = (mant << 4n) & mask;
+    return verb === 'X' ? d.toUpperCase() : d;
+  };
+  if (prec < 0 && mant !== 0n) {
+    out += '.';
+    while (mant !== 0n) out += digit();
+  } else if (prec > 0) {
+    out += '.';
+    for (let i = 0; i < prec; i++) out += digit();
+  }
+  out += (verb === 'X' ? 'P' : 'p') + (exp < 0 ? '-' : '+');
+  return out + String(Math.abs(exp)).padStart(2, '0');
+}
+
+function fmtString(s: string, verb: string, sp: Spec): string | undefined {
   if (sp.prec !== undefined && (verb === 's' || verb === 'v' || verb === 'q')) s = [...s].slice(0, sp.prec).join('');
   switch (verb) {
     case 's': case 'v': return pad(s, sp, false);
-    case 'q': return pad(sp.sharp && !s.includes('`') ? '`' + s + '`' : goQuote(s), sp, false);
+    case 'q': return pad(sp.sharp && !s.includes('`') ? '`' + s + '`' : goQuote(s, sp.plus), sp, false);
     case 'x': case 'X': {
-      let h = Buffer.from(s, 'utf8').toString('hex');
+      // `% x`: bytes apart (each with 0x under #); `%#x`: one 0x in front.
+      const bytes = [...Buffer.from(s, 'utf8')].map((x) => x.toString(16).padStart(2, '0'));
+      let h = sp.space ? bytes.map((x) => (sp.sharp ? '0x' : '') + x).join(' ') : (sp.sharp && bytes.length > 0 ? '0x' : '') + bytes.join('');
       if (verb === 'X') h = h.toUpperCase();
       return pad(h, sp, false);
     }
   }
-  return '';
+  return undefined;
 }
 
 /** fmt.Sprintf for the verbs templates use: %v %s %d %q %x %X %o %b %c %t %f %e %g %%. */
@@ -1902,32 +2385,54 @@ export function goSprintf(format: string, args: unknown[]): string {
   return out;
 }
 
-function fmtOne(v: unknown, verb: string, sp: Spec): string {
-  if (v === null || v === undefined) {
-    return verb === 'v' || verb === 's' ? pad('<nil>', sp, false) : badVerb(verb, v);
+/**
+ * fmt's printArg/printValue: one operand under one verb. Maps, slices and
+ * structs print element by element under the same verb and flags (depth > 0).
+ */
+function fmtOne(v: unknown, verb: string, sp: Spec, depth = 0, inBadVerb = false): string {
+  let plusV = false;
+  // badVerb prints with %v but keeps the flags as they are (a + is a sign there).
+  if (verb === 'v' && !inBadVerb && (sp.plus || sp.sharp)) {
+    // fmt turns %+v and %#v into modes of %v: no sign, no 0x.
+    if (sp.sharp) return pad(goSyntax(v), { ...sp, zero: false }, false);
+    plusV = true;
+    sp = { ...sp, plus: false };
   }
-  if (typeof v === 'boolean') return verb === 't' || verb === 'v' ? pad(String(v), sp, false) : badVerb(verb, v);
+  if (v === null || v === undefined) {
+    // Inside a collection a nil is an empty interface{}: <nil> whatever the verb.
+    if (depth > 0) return '<nil>';
+    return verb === 'v' ? pad('<nil>', sp, false) : badVerb(verb, v, sp);
+  }
+  if (typeof v === 'boolean') return verb === 't' || verb === 'v' ? pad(String(v), sp, false) : badVerb(verb, v, sp);
   if (typeof v === 'number' || typeof v === 'bigint' || (v instanceof GoNum && !v.type.startsWith('float'))) {
-    const n = v instanceof GoNum ? v.v : v;
+    const n = v instanceof GoNum ? v.big ?? v.v : v;
     if (v instanceof GoNum && v.type === 'uint8' && verb === 'v') return pad(String(n), sp, true);
     const r = fmtInteger(n, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
+    return r === '' ? badVerb(verb, v, sp) : r;
   }
   if (v instanceof GoNum) {
     const r = fmtFloat(v.v, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
+    return r === '' ? badVerb(verb, v, sp) : r;
   }
-  if (typeof v === 'string') {
-    const r = fmtString(v, verb, sp);
-    return r === '' ? badVerb(verb, v) : r;
-  }
+  if (typeof v === 'string') return fmtString(v, verb, sp) ?? badVerb(verb, v, sp);
   if (v instanceof GoStruct) {
-    const s = v.goString();
-    if (s !== undefined && (verb === 'v' || verb === 's' || verb === 'q' || verb === 'x' || verb === 'X')) {
-      return fmtString(s, verb, sp);
+    const str = v.goString();
+    if (str !== undefined && (verb === 'v' || verb === 's' || verb === 'q' || verb === 'x' || verb === 'X')) {
+      return fmtString(str, verb, sp)!;
+    }
+    if (str === undefined) {
+      const names = plusV ? v.fieldNames() : [];
+      const body = '{' + v.fieldValues().map((x, i) => (names[i] !== undefined ? names[i] + ':' : '') + fmtOne(x, verb, sp, depth + 1)).join(' ') + '}';
+      return v.goType.startsWith('*') && depth === 0 ? '&' + body : body;
     }
   }
-  if (verb === 'v' || verb === 's') return pad(fmtValue(v, sp.plus), sp, false);
-  if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtOne(x, verb, { ...sp, width: undefined })).join(' ') + ']';
-  return badVerb(verb, v);
+  if (v instanceof GoSlice) return '[' + v.items.map((x) => fmtOne(x, verb, plusV ? { ...sp, plus: true } : sp, depth + 1)).join(' ') + ']';
+  if (v instanceof GoMap) {
+    const m = v.m;
+    if (m === undefined) return 'map[]';
+    const e = plusV ? { ...sp, plus: true } : sp;
+    return 'map[' + [...m.keys()].sort(cmpStrings).map((k) => `${fmtOne(k, verb, e, depth + 1)}:${fmtOne(m.get(k), verb, e, depth + 1)}`).join(' ') + ']';
+  }
+  if (verb === 'v' || verb === 's') return pad(fmtValue(v, plusV), sp, false);
+  return badVerb(verb, v, sp);
 }

@@ -8,7 +8,7 @@ import { Instance } from '../../core/instance.ts';
 import { PluginRegistry } from '../../core/registry.ts';
 import { COREDNS_DIRECTIVES } from '../../core/directives.ts';
 import { setLogSink } from '../../core/log.ts';
-import { Request, type Transport } from '../../core/request.ts';
+import { Request, type SubQueryRouter, type Transport } from '../../core/request.ts';
 import type {
   BlockConfig, Handler, HandlerResult, LifecycleHook, PluginDefinition, PluginFactory, ResponseWriter, SetupContext,
 } from '../plugin.ts';
@@ -252,6 +252,17 @@ export async function captureLog(fn: () => unknown): Promise<string[]> {
 /** Resolve a HandlerResult to a number. */
 export async function settle(r: HandlerResult): Promise<number> {
   return typeof r === 'number' ? r : await r;
+}
+
+/** A router that runs `chain` for a sub-query and captures its reply, as the server does. */
+export function chainRouter(chain: () => Handler): SubQueryRouter {
+  return {
+    async exchange(req: Request): Promise<Message | undefined> {
+      const w = new CaptureWriter();
+      await settle(chain().serveDNS(req, w));
+      return w.last;
+    },
+  };
 }
 
 /** Sum of the samples of metric `name` in `reg` whose labels include `labels` (0 when there is none). */

@@ -5,6 +5,7 @@ import { goQuote } from '../../corefile/address.ts';
 import { formatIPNetGo, formatIPv4, formatIPv6Go, ipv4Of, parseCidr, parseIP } from '../../wire/ip.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { Siit } from './siit.ts';
+import { parsePrefix } from '../pkg/rfc6052.ts';
 
 /** What `siit { ... }` configures. */
 export interface SiitOptions {
@@ -17,17 +18,9 @@ export interface SiitOptions {
   eam: Map<string, string>;
 }
 
-function parsePrefix(d: Dispenser, text: string): Cidr {
-  const c = parseCidr(text);
-  // net.ParseCIDR's own error carries no position.
-  if (c === undefined) throw new Error(`invalid CIDR address: ${text}`);
-  if (c.bytes.length !== 16) throw d.errf(`invalid netmask ${c.bytes.length * 8} IPv6 address: ${goQuote(formatIPNetGo(c))}`);
-  switch (c.bits) {
-    case 32: case 40: case 48: case 56: case 64: case 96:
-      break;
-    default:
-      throw d.errf(`invalid prefix length ${goQuote(formatIPNetGo(c))}: must be one of /32, /40, /48, /56, /64, /96`);
-  }
+/** siit's `ipv6_prefix`: as dns64's, and the "u" octet must be zero. */
+function prefixArg(d: Dispenser, text: string): Cidr {
+  const c = parsePrefix(d, text, (net) => `invalid prefix length ${net}: must be one of /32, /40, /48, /56, /64, /96`);
   // RFC 6052 2.2: the "u" octet (bits 64-71) is zero.
   if (c.bytes[8] !== 0) throw d.errf(`invalid prefix ${goQuote(formatIPNetGo(c))}: reserved octet (byte 8) must be zero`);
   return c;
@@ -62,7 +55,7 @@ export function parse(c: SetupContext): SiitOptions {
       switch (d.val()) {
         case 'ipv6_prefix':
           if (!d.nextArg()) throw d.argErr();
-          o.prefix = parsePrefix(d, d.val());
+          o.prefix = prefixArg(d, d.val());
           break;
         case 'eam':
           parseEam(d, o.eam);

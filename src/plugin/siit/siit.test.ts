@@ -1,12 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, plugin, type SiitOptions } from './setup.ts';
-import { SYNTHESIS_LOOKUP, extractIPv4 } from './siit.ts';
-import { CaptureWriter, StubHandler, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
-import type { Handler } from '../plugin.ts';
+import { SYNTHESIS_LOOKUP } from './siit.ts';
+import { extractIPv4 } from '../pkg/rfc6052.ts';
+import { CaptureWriter, StubHandler, chainRouter, makeRequest, metricValue, parseTable, runSetup, settle } from '../pkg/testing.ts';
 import { PluginError } from '../plugin.ts';
-import { Request, type SubQueryRouter } from '../../core/request.ts';
-import type { Message, ResourceRecord } from '../../wire/types.ts';
+import { Request } from '../../core/request.ts';
+import type { ResourceRecord } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { formatIPv4, parseCidr, parseIPv6 } from '../../wire/ip.ts';
@@ -84,22 +84,12 @@ function backend(z: Zone): StubHandler {
   });
 }
 
-function router(chain: () => Handler): SubQueryRouter {
-  return {
-    async exchange(req: Request): Promise<Message | undefined> {
-      const w = new CaptureWriter();
-      await settle(chain().serveDNS(req, w));
-      return w.last;
-    },
-  };
-}
-
 async function query(corefile: string, z: Zone, o: { type?: number; remote?: string } = {}) {
   const r = await runSetup(plugin, corefile);
   const back = backend(z);
   const chain = r.chain(back);
   const base = makeRequest('Host.Example.', { type: o.type ?? RRType.A });
-  const req = new Request(base.msg, base.wire, 'udp', o.remote ?? '192.0.2.200', 5353, '127.0.0.1', 53, 'dns://:53', 0n, router(() => chain));
+  const req = new Request(base.msg, base.wire, 'udp', o.remote ?? '192.0.2.200', 5353, '127.0.0.1', 53, 'dns://:53', 0n, chainRouter(() => chain));
   const w = new CaptureWriter();
   const rc = await settle(chain.serveDNS(req, w));
   return { rc, m: w.last, back, req };
@@ -206,7 +196,7 @@ test('siit: an error of the rest of the chain after its reply: passed on with it
   const chain = run.chain(failing);
   const mk = (name: string) => {
     const base = makeRequest(name);
-    return new Request(base.msg, base.wire, 'udp', '192.0.2.200', 5353, '127.0.0.1', 53, 'dns://:53', 0n, router(() => chain));
+    return new Request(base.msg, base.wire, 'udp', '192.0.2.200', 5353, '127.0.0.1', 53, 'dns://:53', 0n, chainRouter(() => chain));
   };
   let w = new CaptureWriter();
   assert.throws(() => chain.serveDNS(mk('written.example.'), w), { message: 'after write' });

@@ -7,6 +7,7 @@ import type { Request } from '../../core/request.ts';
 import type { AData, Message, ResourceRecord } from '../../wire/types.ts';
 import type { Cidr } from '../../wire/ip.ts';
 import { cidrContains, formatIPv4, formatIPv6Go, isIPv4Mapped, parseIPv6Into } from '../../wire/ip.ts';
+import { extractIPv4 } from '../pkg/rfc6052.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, RRClass, RRType } from '../../wire/constants.ts';
 import { nextOrFailure, replaceReply } from '../pkg/next.ts';
@@ -25,20 +26,6 @@ export const SYNTHESIS_LOOKUP = 'siit/synthesis';
 export interface SiitConfig {
   prefix: Cidr;
   eam: Map<string, string>;
-}
-
-/**
- * RFC 6052 section 2.2, the reverse of the embedding: the IPv4 address in `v6` (16 bytes) after a
- * prefix of `bits` (32, 40, 48, 56, 64 or 96), skipping the "u" octet.
- */
-export function extractIPv4(v6: Uint8Array, bits: number): Uint8Array {
-  const out = new Uint8Array(4);
-  let i = bits >> 3;
-  let j = 0;
-  for (; i < 8; i++, j++) out[j] = v6[i];
-  if (i === 8) i++;
-  for (; j < 4; i++, j++) out[j] = v6[i];
-  return out;
 }
 
 export class Siit implements Handler {

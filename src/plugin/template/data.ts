@@ -11,85 +11,79 @@ import { GoMap, GoNum, GoSlice, GoStruct, NO_FIELD, UNEXPORTED, type GoFunc } fr
 
 const EMPTY_VAR = new GoMap('map[string]interface {}', undefined, null);
 
-/** A dns.Question (`*dns.Question` when `ptr`): printed with miekg's String() through a pointer. */
-class QuestionValue extends GoStruct {
-  readonly goType: string;
-  readonly q: Question;
-  constructor(q: Question, ptr: boolean) {
+/** A Go struct that shows one value of ours (a question, a record, the message). */
+abstract class View<T> extends GoStruct {
+  readonly v: T;
+  constructor(v: T) {
     super();
-    this.q = q;
+    this.v = v;
+  }
+}
+
+/** A dns.Question (`*dns.Question` when `ptr`): printed with miekg's String() through a pointer. */
+class QuestionValue extends View<Question> {
+  readonly goType: string;
+  constructor(q: Question, ptr: boolean) {
+    super(q);
     this.goType = ptr ? '*dns.Question' : 'dns.Question';
   }
 
   field(name: string): unknown {
     switch (name) {
-      case 'Name': return this.q.name;
-      case 'Qtype': return new GoNum('uint16', this.q.type);
-      case 'Qclass': return new GoNum('uint16', this.q.class);
+      case 'Name': return this.v.name;
+      case 'Qtype': return new GoNum('uint16', this.v.type);
+      case 'Qclass': return new GoNum('uint16', this.v.class);
     }
     return NO_FIELD;
   }
 
   override goString(): string | undefined {
-    return this.goType.startsWith('*') ? formatQuestion(this.q) : undefined;
+    return this.goType.startsWith('*') ? formatQuestion(this.v) : undefined;
   }
 
-  override addrString(): string { return formatQuestion(this.q); }
+  override addrString(): string { return formatQuestion(this.v); }
 
-  override fieldValues(): unknown[] { return [this.q.name, this.q.type, this.q.class]; }
+  override fieldValues(): unknown[] { return [this.v.name, this.v.type, this.v.class]; }
+  override fieldNames(): readonly string[] { return ['Name', 'Qtype', 'Qclass']; }
 }
 
-class HeaderValue extends GoStruct {
+class HeaderValue extends View<ResourceRecord> {
   readonly goType = 'dns.RR_Header';
-  readonly rr: ResourceRecord;
-  constructor(rr: ResourceRecord) {
-    super();
-    this.rr = rr;
-  }
 
   field(name: string): unknown {
     switch (name) {
-      case 'Name': return this.rr.name;
-      case 'Rrtype': return new GoNum('uint16', this.rr.type);
-      case 'Class': return new GoNum('uint16', this.rr.class);
-      case 'Ttl': return new GoNum('uint32', this.rr.ttl);
+      case 'Name': return this.v.name;
+      case 'Rrtype': return new GoNum('uint16', this.v.type);
+      case 'Class': return new GoNum('uint16', this.v.class);
+      case 'Ttl': return new GoNum('uint32', this.v.ttl);
     }
     return NO_FIELD;
   }
 
-  override fieldValues(): unknown[] { return [this.rr.name, this.rr.type, this.rr.class, this.rr.ttl, 0]; }
+  override fieldValues(): unknown[] { return [this.v.name, this.v.type, this.v.class, this.v.ttl, 0]; }
+  override fieldNames(): readonly string[] { return ['Name', 'Rrtype', 'Class', 'Ttl', 'Rdlength']; }
 }
 
 /** A record of the message (a dns.RR): its header and miekg's String(). */
-class RRValue extends GoStruct {
+class RRValue extends View<ResourceRecord> {
   readonly goType = 'dns.RR';
-  readonly rr: ResourceRecord;
-  constructor(rr: ResourceRecord) {
-    super();
-    this.rr = rr;
-  }
 
-  field(name: string): unknown { return name === 'Hdr' ? new HeaderValue(this.rr) : NO_FIELD; }
-  override goString(): string { return formatRecord(this.rr); }
+  field(name: string): unknown { return name === 'Hdr' ? new HeaderValue(this.v) : NO_FIELD; }
+  override goString(): string { return formatRecord(this.v); }
 }
 
 /** The query's OPT record, which miekg keeps in the additional section (Extra). */
-class OptValue extends GoStruct {
+class OptValue extends View<Edns> {
   readonly goType = 'dns.RR';
-  readonly e: Edns;
-  constructor(e: Edns) {
-    super();
-    this.e = e;
-  }
 
   field(name: string): unknown {
     if (name !== 'Hdr') return NO_FIELD;
-    const e = this.e;
+    const e = this.v;
     const ttl = ((e.version & 0xff) << 16) | (e.do ? 0x8000 : 0) | (e.z & 0x7fff);
     return new HeaderValue({ name: e.name ?? '.', type: 41, class: e.udpSize, ttl, data: { raw: new Uint8Array(0) } });
   }
 
-  override goString(): string { return formatOpt(this.e); }
+  override goString(): string { return formatOpt(this.v); }
 }
 
 function rrSlice(rrs: readonly ResourceRecord[], edns?: Edns): GoSlice {
@@ -99,16 +93,11 @@ function rrSlice(rrs: readonly ResourceRecord[], edns?: Edns): GoSlice {
 }
 
 /** The incoming message (`*dns.Msg`), its header fields promoted as in miekg's struct. */
-class MessageValue extends GoStruct {
+class MessageValue extends View<Message> {
   readonly goType = '*dns.Msg';
-  readonly m: Message;
-  constructor(m: Message) {
-    super();
-    this.m = m;
-  }
 
   field(name: string): unknown {
-    const m = this.m;
+    const m = this.v;
     switch (name) {
       case 'Id': return new GoNum('uint16', m.id);
       case 'Response': return m.qr;
@@ -130,7 +119,7 @@ class MessageValue extends GoStruct {
     return NO_FIELD;
   }
 
-  override goString(): string { return formatMessage(this.m); }
+  override goString(): string { return formatMessage(this.v); }
 }
 
 /** What `.Match`/`.Group` and the question give a template for one query. */
@@ -181,6 +170,10 @@ export class TemplateData extends GoStruct {
     if (name !== 'Meta') return undefined;
     const req = this.req;
     return this.meta ??= { params: ['string'], fn: (label: unknown) => req.metadata(label as string) ?? '' };
+  }
+
+  override fieldNames(): readonly string[] {
+    return ['Zone', 'Name', 'Regex', 'Match', 'Group', 'Class', 'Type', 'Message', 'Question', 'Remote', 'Var'];
   }
 
   override fieldValues(): unknown[] {
