@@ -89,6 +89,8 @@ class Block implements BlockConfig {
   readonly filters: RouteFilter[] = [];
   collector: MetadataCollector | undefined;
   udpWriter: UdpWriterFactory | undefined;
+  /** Opcodes beyond QUERY and NOTIFY this block's chain accepts (allowOpcode); undefined: none. */
+  opcodes: Set<number> | undefined;
 
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
@@ -113,6 +115,10 @@ class Block implements BlockConfig {
 
   setUdpWriter(factory: UdpWriterFactory): void {
     this.udpWriter = factory;
+  }
+
+  allowOpcode(opcode: number): void {
+    (this.opcodes ??= new Set()).add(opcode);
   }
 }
 
@@ -237,6 +243,7 @@ export class Instance implements InstanceServices {
     const flags = new Map<string, { chaos: boolean; debug: boolean; stacktrace: boolean; filtered: boolean }>();
     const connByAddr = new Map<string, ConnectionLimits>();
     const udpWriterByAddr = new Map<string, UdpWriterFactory>();
+    const opcodesByAddr = new Map<string, Set<number>>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https') {
@@ -285,6 +292,12 @@ export class Instance implements InstanceServices {
           if (block.maxTcpQueries !== undefined) c.maxTcpQueries = block.maxTcpQueries;
           // A UDP write discipline (shed): as CoreDNS's NewServer, the last block on the address with one wins.
           if (block.udpWriter !== undefined) udpWriterByAddr.set(addr, block.udpWriter);
+          // As CoreDNS's NewServer: the opcodes any block of the address allows pass its header check.
+          if (block.opcodes !== undefined) {
+            let ops = opcodesByAddr.get(addr);
+            if (ops === undefined) opcodesByAddr.set(addr, ops = new Set());
+            for (const op of block.opcodes) ops.add(op);
+          }
         }
       }
     }
@@ -298,7 +311,7 @@ export class Instance implements InstanceServices {
         let next: RoutedBlock | undefined;
         for (let i = list.length - 1; i >= 0; i--) {
           const b = list[i]!;
-          next = { zone, chain: b.chain, filters: b.filters, view: b.viewName, collect: b.collector, next };
+          next = { zone, chain: b.chain, filters: b.filters, view: b.viewName, collect: b.collector, opcodes: b.opcodes, next };
         }
         zones.set(zone, next!);
       }
@@ -306,7 +319,7 @@ export class Instance implements InstanceServices {
       const table: ServeTable = {
         name: addr, zones, zoneLengths, filtered: f.filtered, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
         log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
-        udpWriter: udpWriterByAddr.get(addr),
+        udpWriter: udpWriterByAddr.get(addr), opcodes: opcodesByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);

@@ -137,6 +137,12 @@ export interface BlockConfig {
    * that socket to the writer it returned instead of sending it itself. Without one, replies go straight to the socket.
    */
   setUdpWriter(factory: UdpWriterFactory): void;
+  /**
+   * Let requests with `opcode` (beyond QUERY and NOTIFY) reach this block's chain (CoreDNS's Config.AllowOpcode,
+   * what *dynupdate* does for UPDATE). A listen address with such a block accepts the opcode in its header check
+   * (one question required, any section counts); a block of that address that did not allow it answers NOTIMP.
+   */
+  allowOpcode(opcode: number): void;
 }
 
 /** The part of a UDP socket a write discipline sends through (node:dgram's `Socket.send`). */
