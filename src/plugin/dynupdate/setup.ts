@@ -9,10 +9,11 @@ import { normalizeHostExact, normalizeName } from '../../corefile/address.ts';
 import { Opcode, stringToType } from '../../wire/constants.ts';
 import { isDomainName } from '../../wire/name.ts';
 import { isNotifier } from '../pkg/transfer.ts';
+import { goOpenError } from '../pkg/zone/errors.ts';
 import { ALL_NAMES, DynUpdate, type Permission } from './dynupdate.ts';
 import { canonicalName, inZone, validPolicyType, withDefaults, type Limits } from './rules.ts';
 import {
-  SharedStore, buildSnapshot, decodeDatabase, encodeDatabase, readSeed, sameFile, statOrUndefined, writeDatabase, type Snapshot,
+  InvalidDatabaseError, SharedStore, buildSnapshot, decodeDatabase, encodeDatabase, readSeed, sameFile, statOrUndefined, writeDatabase, type Snapshot,
 } from './store.ts';
 
 /** What `dynupdate [ZONE] { ... }` configures. */
@@ -185,13 +186,20 @@ function acquireStore(o: DynUpdateOptions, stores: StoreMap, readOnly: boolean):
     try {
       writeDatabase(path, encodeDatabase(o.zone, snap.records));
     } catch (e) {
-      throw new Error(`opening database ${JSON.stringify(path)}: ${(e as Error).message}`);
+      throw new Error(`opening database ${JSON.stringify(path)}: ${goOpenError(path, e)}`);
     }
   } else {
+    let data: Buffer;
     try {
-      snap = buildSnapshot(decodeDatabase(readFileSync(path), o.zone, o.limits), o.zone, o.limits);
+      data = readFileSync(path);
     } catch (e) {
-      throw new Error(`loading database ${JSON.stringify(path)}: ${(e as Error).message}`);
+      throw new Error(`opening database ${JSON.stringify(path)}: ${goOpenError(path, e)}`);
+    }
+    try {
+      snap = buildSnapshot(decodeDatabase(data, o.zone, o.limits), o.zone, o.limits);
+    } catch (e) {
+      const what = e instanceof InvalidDatabaseError ? 'opening' : 'loading';
+      throw new Error(`${what} database ${JSON.stringify(path)}: ${(e as Error).message}`);
     }
   }
   const s = new SharedStore(path, o.zone, snap);

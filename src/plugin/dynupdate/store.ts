@@ -96,11 +96,18 @@ export function encodeDatabase(origin: string, records: readonly ResourceRecord[
   return Buffer.concat(parts);
 }
 
+/** A file that is not a database at all (bbolt's "invalid database", which CoreDNS reports while opening it). */
+export class InvalidDatabaseError extends Error {
+  constructor() {
+    super('invalid database');
+    this.name = 'InvalidDatabaseError';
+  }
+}
+
 /** A database's records; throws the errors CoreDNS's load gives (wrong zone, unknown format, over the limits). */
 export function decodeDatabase(data: Buffer, origin: string, limits: Limits): ResourceRecord[] {
-  if (data.length < MAGIC.length + 2 || data.toString('latin1', 0, MAGIC.length) !== MAGIC) {
-    throw new Error('unrecognized database format');
-  }
+  if (data.length < MAGIC.length || data.toString('latin1', 0, MAGIC.length) !== MAGIC) throw new InvalidDatabaseError();
+  if (data.length < MAGIC.length + 2) throw new Error('unrecognized database format');
   let p = MAGIC.length;
   const ol = data.readUInt16BE(p);
   p += 2;
