@@ -150,3 +150,21 @@ test('nsupdate and dig against bin/nodens: signed updates, refusals, failed prer
     await p.stop();
   }
 });
+
+test('-workers N refuses dynupdate: each worker would hold its own zone', { timeout: 30000 }, async () => {
+  const p = await startProcess(`example.org:{PORT} {
+  dynupdate {
+    file example.org.zone
+    allow update-key.example.org. * A
+  }
+}
+`, { files: { 'example.org.zone': SEED }, args: ['-workers', '2'], wait: false });
+  try {
+    assert.equal(await p.exited, 1);
+    assert.ok(p.stdout.concat(p.stderr).includes(
+      'plugin/dynupdate: dynupdate cannot run under -workers: each worker process would hold its own copy of the zone'),
+    p.stdout.concat(p.stderr).join('\n'));
+  } finally {
+    await p.stop();
+  }
+});

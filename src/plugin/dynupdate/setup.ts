@@ -2,6 +2,7 @@
 // file, optional database, `allow` rules and limits. The block admits opcode UPDATE (CoreDNS's
 // Config.AllowOpcode); the transfer plugin of the block, if any, gets a NOTIFY after each committed change.
 
+import cluster from 'node:cluster';
 import { isAbsolute, join, normalize, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
@@ -221,6 +222,9 @@ export const plugin: PluginDefinition = {
   name: 'dynupdate',
   setup(c) {
     const o = parse(c);
+    // Under `nodens -workers N` each worker process would hold a zone of its own: an update would change the
+    // one worker that received it (and, with a database, workers would overwrite each other's commits).
+    if (cluster.isWorker) throw new Error('dynupdate cannot run under -workers: each worker process would hold its own copy of the zone');
     let initial: Snapshot;
     let acquire: (() => SharedStore) | undefined;
     const stores = c.instance.lineage.store<StoreMap>('dynupdate/stores', () => new Map());
