@@ -224,7 +224,8 @@ export const plugin: PluginDefinition = {
     const o = parse(c);
     // Under `nodens -workers N` each worker process would hold a zone of its own: an update would change the
     // one worker that received it (and, with a database, workers would overwrite each other's commits).
-    if (cluster.isWorker) throw new Error('dynupdate cannot run under -workers: each worker process would hold its own copy of the zone');
+    // NODENS_WORKER_ID is what `-workers` gives its children; an application's own cluster workers are not refused.
+    if (cluster.isWorker && process.env.NODENS_WORKER_ID !== undefined) throw new Error('dynupdate cannot run under -workers: each worker process would hold its own copy of the zone');
     let initial: Snapshot;
     let acquire: (() => SharedStore) | undefined;
     const stores = c.instance.lineage.store<StoreMap>('dynupdate/stores', () => new Map());
