@@ -91,6 +91,8 @@ class Block implements BlockConfig {
   udpWriter: UdpWriterFactory | undefined;
   proxyProtocol: ProxyProtocol | undefined;
   numSockets?: number;
+  /** Opcodes beyond QUERY and NOTIFY this block's chain accepts (allowOpcode); undefined: none. */
+  opcodes: Set<number> | undefined;
 
   constructor(addrs: ZoneAddr[], block: ServerBlock, file: string) {
     this.addrs = addrs;
@@ -119,6 +121,10 @@ class Block implements BlockConfig {
 
   setProxyProtocol(p: ProxyProtocol): void {
     this.proxyProtocol = p;
+  }
+
+  allowOpcode(opcode: number): void {
+    (this.opcodes ??= new Set()).add(opcode);
   }
 }
 
@@ -248,6 +254,7 @@ export class Instance implements InstanceServices {
     const connByAddr = new Map<string, ConnectionLimits>();
     const udpWriterByAddr = new Map<string, UdpWriterFactory>();
     const proxyByAddr = new Map<string, ProxyProtocol>();
+    const opcodesByAddr = new Map<string, Set<number>>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
         if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https') {
@@ -300,6 +307,12 @@ export class Instance implements InstanceServices {
           if (block.udpWriter !== undefined) udpWriterByAddr.set(addr, block.udpWriter);
           // proxyproto: as CoreDNS's NewServer, the last block on the address with a policy wins.
           if (block.proxyProtocol !== undefined) proxyByAddr.set(addr, block.proxyProtocol);
+          // As CoreDNS's NewServer: the opcodes any block of the address allows pass its header check.
+          if (block.opcodes !== undefined) {
+            let ops = opcodesByAddr.get(addr);
+            if (ops === undefined) opcodesByAddr.set(addr, ops = new Set());
+            for (const op of block.opcodes) ops.add(op);
+          }
         }
       }
     }
@@ -313,7 +326,7 @@ export class Instance implements InstanceServices {
         let next: RoutedBlock | undefined;
         for (let i = list.length - 1; i >= 0; i--) {
           const b = list[i]!;
-          next = { zone, chain: b.chain, filters: b.filters, view: b.viewName, collect: b.collector, next };
+          next = { zone, chain: b.chain, filters: b.filters, view: b.viewName, collect: b.collector, opcodes: b.opcodes, next };
         }
         zones.set(zone, next!);
       }
@@ -321,7 +334,7 @@ export class Instance implements InstanceServices {
       const table: ServeTable = {
         name: addr, zones, zoneLengths, filtered: f.filtered, classChaos: f.chaos, debug: f.debug, stacktrace: f.stacktrace,
         log: this.log, lineage: this.lineage, ednsSupported: this.ednsSupported, ...connByAddr.get(addr),
-        udpWriter: udpWriterByAddr.get(addr), proxy: proxyByAddr.get(addr),
+        udpWriter: udpWriterByAddr.get(addr), proxy: proxyByAddr.get(addr), opcodes: opcodesByAddr.get(addr),
       };
       table.router = subQueryRouter(table);
       this.tables.set(addr, table);

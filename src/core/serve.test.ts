@@ -18,7 +18,7 @@ import { PluginError, ServeChannels } from '../plugin/plugin.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { decodeMessage } from '../wire/decode.ts';
 import { newQuery, replyTo } from '../wire/message.ts';
-import { Rcode, RRClass, RRType } from '../wire/constants.ts';
+import { Opcode, Rcode, RRClass, RRType } from '../wire/constants.ts';
 import type { Edns, EdnsOption, Message } from '../wire/types.ts';
 
 // ---------------------------------------------------------------- helpers
@@ -543,6 +543,81 @@ describe('header checks (miekg/dns acceptfunc and serveDNS)', () => {
 });
 
 // ---------------------------------------------------------------- class and EDNS version
+
+describe('opcodes a block allowed (CoreDNS 1.15.0 AllowOpcode: dynupdate\'s UPDATE)', () => {
+  /** example.org. allows UPDATE; example.net. does not; the address accepts UPDATE because of example.org. */
+  function updateTable(): { t: TestTable; calls: Message[] } {
+    const calls: Message[] = [];
+    const h: Handler = {
+      name: 'dynupdate',
+      serveDNS(req: Request, w: ResponseWriter): HandlerResult {
+        calls.push(req.msg);
+        const r = replyTo(req.msg);
+        r.aa = true;
+        w.writeMsg(r);
+        return Rcode.NOERROR;
+      },
+    };
+    const base = makeTable({ 'example.org.': h, 'example.net.': h, 'empty.test.': null });
+    const zones = base.zones as Map<string, RoutedBlock>;
+    zones.set('example.org.', { ...zones.get('example.org.')!, opcodes: new Set([Opcode.UPDATE]) });
+    const t: TestTable = Object.assign(base, { opcodes: new Set([Opcode.UPDATE]) });
+    return { t, calls };
+  }
+
+  /** An UPDATE of `zone` with `an` prerequisite and `ns` update records (all `x.ZONE A 192.0.2.1`). */
+  function update(zone: string, an: number, ns: number, id = 9): Buffer {
+    const m = queryMsg(zone, RRType.SOA, { opcode: Opcode.UPDATE, id });
+    m.rd = false;
+    const rr = { name: `x.${zone}`, type: RRType.A, class: RRClass.IN, ttl: 0, data: { address: '192.0.2.1' } };
+    m.answer = Array.from({ length: an }, () => ({ ...rr }));
+    m.authority = Array.from({ length: ns }, () => ({ ...rr, ttl: 60 }));
+    return encodeMessage(m);
+  }
+
+  test('the allowing block gets the UPDATE whatever its section counts', () => {
+    const { t, calls } = updateTable();
+    const s = serve(t, update('example.org.', 3, 40));
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.answer.length, 3);
+    assert.equal(calls[0]!.authority.length, 40);
+    const r = decodeMessage(s.sink.sent[0]!);
+    assert.equal(r.opcode, Opcode.UPDATE);
+    assert.equal(r.rcode, Rcode.NOERROR);
+  });
+
+  test('another block of the address: NOTIMP written by the server (question kept, counted as dropped); no block: REFUSED', () => {
+    const { t, calls } = updateTable();
+    const r = decodeMessage(serve(t, update('example.net.', 0, 2)).sink.sent[0]!);
+    assert.equal(r.rcode, Rcode.NOTIMP);
+    assert.equal(r.opcode, Opcode.UPDATE);
+    assert.deepEqual(r.question, [{ name: 'example.net.', type: RRType.SOA, class: RRClass.IN }]);
+    assert.equal(decodeMessage(serve(t, update('nowhere.test.', 0, 1)).sink.sent[0]!).rcode, Rcode.REFUSED);
+    // A zone without plugins refuses before the opcode is looked at, as CoreDNS's nil pluginChain check.
+    assert.equal(decodeMessage(serve(t, update('empty.test.', 0, 1)).sink.sent[0]!).rcode, Rcode.REFUSED);
+    assert.equal(calls.length, 0);
+    assert.deepEqual(t.dropped.map((d) => d.rcode), [Rcode.NOTIMP, Rcode.REFUSED, Rcode.REFUSED]);
+  });
+
+  test('header checks still apply: one question (FORMERR), other opcodes NOTIMP, undecodable FORMERR', () => {
+    const { t, calls } = updateTable();
+    const none = Buffer.from(update('example.org.', 0, 1));
+    none.writeUInt16BE(0, 4);
+    assert.deepEqual(serve(t, none).sink.sent, [header(9, 0x8001, 0, 0, 0, 0)]);
+    const status = query('example.org.', RRType.SOA, { opcode: 2, id: 9 });
+    assert.deepEqual(serve(t, status).sink.sent, [header(9, 0x8100 | (2 << 11) | Rcode.NOTIMP, 0, 0, 0, 0)]);
+    const cut = update('example.org.', 0, 2).subarray(0, 40);
+    assert.equal(decodeMessage(serve(t, cut).sink.sent[0]!).rcode, Rcode.FORMERR);
+    assert.equal(calls.length, 0);
+  });
+
+  test('an address where no block allowed it answers NOTIMP from the header, as before', () => {
+    const { t, calls } = updateTable();
+    const plain: ServeTable = { ...t, opcodes: undefined };
+    assert.deepEqual(serve(plain, update('example.org.', 0, 1)).sink.sent, [header(9, 0x8000 | (Opcode.UPDATE << 11) | Rcode.NOTIMP, 0, 0, 0, 0)]);
+    assert.equal(calls.length, 0);
+  });
+});
 
 describe('class and EDNS version', () => {
   test('a class other than IN is REFUSED (question kept, counted as dropped) unless chaos/forward is loaded', () => {

@@ -29,6 +29,8 @@ export interface RoutedBlock {
   readonly view: string;
   /** The metadata plugin's collector, run before the filters; undefined without the metadata plugin. */
   readonly collect: MetadataCollector | undefined;
+  /** Opcodes beyond QUERY and NOTIFY the block accepts (BlockConfig.allowOpcode); absent or undefined: none. */
+  readonly opcodes?: ReadonlySet<number> | undefined;
   /** The next block for the same zone on this address, in Corefile order (views share zones). */
   readonly next: RoutedBlock | undefined;
 }
@@ -77,6 +79,11 @@ export interface ServeTable extends ConnectionLimits {
   readonly udpWriter?: UdpWriterFactory;
   /** PROXY protocol on this address (BlockConfig.setProxyProtocol, proxyproto); undefined: none is parsed. */
   readonly proxy?: ProxyProtocol;
+  /**
+   * Opcodes beyond QUERY and NOTIFY that some block of this address allows (CoreDNS's Server.allowedOpcodes):
+   * the header check accepts them with one question and any section counts; undefined: none.
+   */
+  readonly opcodes?: ReadonlySet<number> | undefined;
   /** Sub-queries (req.lookup) of requests that arrived on this address; made by `subQueryRouter(table)`. */
   router?: SubQueryRouter;
 }
@@ -105,8 +112,17 @@ export function serveMessage(
   if (flagsHi & 0x80) return; // a response: ignore
   const opcode = (flagsHi >> 3) & 0xf;
   if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY) {
-    sink.send(headerReply(wire, Rcode.NOTIMP, true));
-    return;
+    // CoreDNS's acceptMessage: an opcode a block of this address allowed (dynupdate's UPDATE) needs one
+    // question, and its sections may hold any number of records; any other is NOTIMP.
+    if (table.opcodes === undefined || !table.opcodes.has(opcode)) {
+      sink.send(headerReply(wire, Rcode.NOTIMP, true));
+      return;
+    }
+    if (wire.readUInt16BE(4) !== 1) {
+      sink.send(headerReply(wire, Rcode.FORMERR, false));
+      return;
+    }
+    return serveDecoded(table, wire, proto, remoteAddress, remotePort, localAddress, localPort, sink, proxyTlv);
   }
   const qd = wire.readUInt16BE(4), an = wire.readUInt16BE(6), ns = wire.readUInt16BE(8), ar = wire.readUInt16BE(10);
   if (qd !== 1 || an > 1 || ns > 1 || ar > 2) {
@@ -123,6 +139,15 @@ export function serveMessage(
     if (proxyTlv !== undefined) req.setValue(PROXY_TLV_VALUE, proxyTlv);
     return serveRequest(table, req, sink);
   }
+  return serveDecoded(table, wire, proto, remoteAddress, remotePort, localAddress, localPort, sink, proxyTlv);
+}
+
+/** A message that is not a plain query: decoded in full (FORMERR when it does not decode), then served. */
+function serveDecoded(
+  table: ServeTable, wire: Buffer, proto: Transport,
+  remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
+  sink: ReplySink, proxyTlv: string | undefined,
+): void | Promise<void> {
   let msg: Message;
   try {
     msg = decodeMessage(wire);
@@ -197,6 +222,12 @@ function serveRequest(table: ServeTable, req: Request, sink: ReplySink): void | 
   }
   if (block.chain === undefined) {
     writeServerError(table, req, sink, Rcode.REFUSED, true);
+    return;
+  }
+  // An opcode only some blocks of this address allowed: the others answer NOTIMP (CoreDNS's acceptsOpcode).
+  const opcode = (req.flags >> 11) & 0xf;
+  if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY && (block.opcodes === undefined || !block.opcodes.has(opcode))) {
+    writeServerError(table, req, sink, Rcode.NOTIMP, true);
     return;
   }
   req.zone = block.zone;

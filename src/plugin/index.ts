@@ -34,6 +34,7 @@ export const builtinPlugins: PluginDefinition[] = [
   lazy('dns64', () => import('./dns64/setup.ts')),
   lazy('dnssec', () => import('./dnssec/setup.ts')),
   lazy('dnstap', () => import('./dnstap/setup.ts')),
+  lazy('dynupdate', () => import('./dynupdate/setup.ts')),
   lazy('erratic', () => import('./erratic/setup.ts')),
   lazy('errors', () => import('./errors/setup.ts')),
   lazy('file', () => import('./file/setup.ts')),

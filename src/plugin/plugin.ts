@@ -144,6 +144,12 @@ export interface BlockConfig {
   setProxyProtocol(p: ProxyProtocol): void;
   /** Set by *multisocket*: how many SO_REUSEPORT sockets each of the block's listen addresses opens (unset: 1). */
   numSockets?: number;
+  /**
+   * Let requests with `opcode` (beyond QUERY and NOTIFY) reach this block's chain (CoreDNS's Config.AllowOpcode,
+   * what *dynupdate* does for UPDATE). A listen address with such a block accepts the opcode in its header check
+   * (one question required, any section counts); a block of that address that did not allow it answers NOTIMP.
+   */
+  allowOpcode(opcode: number): void;
 }
 
 /** A client as the PROXY protocol header names it (in: the socket's peer; out: the client the server sees). */

@@ -366,6 +366,11 @@ export class Cache implements Handler {
   readonly name = 'cache';
   next: Handler | undefined;
   readonly o: CacheOptions;
+  /**
+   * Zones of the block's handlers that must not be cached (ZoneBypasser: dynupdate's zone), read at start-up;
+   * empty nearly always, so a query pays one length check.
+   */
+  bypass: string[] = [];
   readonly pcache: ShardedCache;
   readonly ncache: ShardedCache;
   readonly zonesLabel: string;
@@ -423,6 +428,7 @@ export class Cache implements Handler {
     const qname = req.name;
     const zone = zonesMatches(this.o.zones, qname);
     if (zone === '') return nextOrFailure(this.name, this.next, req, w);
+    if (this.bypass.length !== 0 && zonesMatches(this.bypass, qname) !== '') return nextOrFailure(this.name, this.next, req, w);
 
     const doBit = req.do;
     const cd = (flags & 0x10) !== 0;

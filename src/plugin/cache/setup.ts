@@ -6,6 +6,7 @@ import { originsFromArgsOrServerBlock, normalizeName } from '../../corefile/addr
 import { isDomainName } from '../../wire/name.ts';
 import { parseDuration, DurationError } from '../pkg/duration.ts';
 import { Cache, defaultCacheOptions, type CacheOptions } from './cache.ts';
+import { isZoneBypasser } from '../pkg/bypass.ts';
 
 /** The cache's options (cache.ts): what parse returns. */
 export type { CacheOptions };
@@ -190,7 +191,13 @@ export const plugin: PluginDefinition = {
     const cache = new Cache(parse(c), cacheMetrics(c.instance.metrics));
     cache.log = c.log;
     c.addPlugin((next) => { cache.next = next; return cache; });
-    // CoreDNS reads the block's view name at startup (the view plugin is set up after cache).
-    c.onStartup(() => { cache.view = c.config.viewName; });
+    // CoreDNS reads the block's view name at startup (the view plugin is set up after cache), and the zones
+    // the block's handlers want bypassed (dynupdate's).
+    c.onStartup(() => {
+      cache.view = c.config.viewName;
+      const bypass: string[] = [];
+      for (const h of c.config.handlers) if (isZoneBypasser(h)) bypass.push(...h.cacheBypassZones());
+      cache.bypass = bypass;
+    });
   },
 };

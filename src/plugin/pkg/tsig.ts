@@ -13,6 +13,12 @@ import { newQuery } from '../../wire/message.ts';
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * The request value (`req.value`) holding the normalized name of the key whose TSIG the tsig plugin validated
+ * (CoreDNS's tsig.ValidatedKeyName): set by tsig, read by dynupdate.
+ */
+export const VALIDATED_KEY_NAME = 'tsig/validated-key-name';
+
 /** The algorithms miekg/dns v1.1.73 signs with (hmac-md5 is no longer supported there: ErrKeyAlg). */
 const HASHES: ReadonlyMap<string, string> = new Map([
   ['hmac-sha1.', 'sha1'],

@@ -14,11 +14,10 @@ import { isSubdomain } from '../../wire/name.ts';
 import { findTsigRecord } from '../../wire/scan.ts';
 import { normalizeName } from '../../corefile/address.ts';
 import { noNextPluginError } from '../pkg/next.ts';
-import { TsigSigner, tsigRecord, verifyTsig, type TsigKey, type TsigVerification } from '../pkg/tsig.ts';
+import { TsigSigner, VALIDATED_KEY_NAME, tsigRecord, verifyTsig, type TsigKey, type TsigVerification } from '../pkg/tsig.ts';
 import type { TsigOptions } from './setup.ts';
 
-/** The request value (req.value) holding the validated key name (CoreDNS's tsig.ValidatedKeyName). */
-export const VALIDATED_KEY_NAME = 'tsig/validated-key-name';
+export { VALIDATED_KEY_NAME };
 
 const EMPTY = new Uint8Array(0);
 

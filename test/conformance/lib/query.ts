@@ -29,6 +29,10 @@ export interface QuerySpec {
   flags: number; // header bits between QR and RCODE (opcode, aa, tc, rd, ra, z, ad, cd)
   /** `+tsig=ALG:NAME:SECRET[:SKEW]`: the query is TSIG-signed (RFC 8945) as it is sent. */
   tsig?: TsigSpec;
+  /** `+prereq=RR` records for the answer section (RFC 2136's prerequisite section), in order. */
+  answer: Buffer[];
+  /** `+update=RR` records for the authority section (RFC 2136's update section), in order. */
+  authority: Buffer[];
 }
 
 export const TYPES: Record<string, number> = {
@@ -66,7 +70,7 @@ export function parseQueryLine(line: string): QuerySpec {
   if (words.length < 1 || words[0] === '') throw new Error('empty query line');
   const q: QuerySpec = {
     line: line.trim(), name: words[0], type: 1, typeName: 'A', qclass: 1, tcp: false, v6: false, edns: true, ednsSize: 1232,
-    ednsVersion: 0, ednsFlags: 0, options: [], flags: FLAG_BITS.rd,
+    ednsVersion: 0, ednsFlags: 0, options: [], flags: FLAG_BITS.rd, answer: [], authority: [],
   };
   let typeSeen = false;
   for (const w of words.slice(1)) {
@@ -109,6 +113,8 @@ export function parseQueryLine(line: string): QuerySpec {
       case 'class': q.qclass = classNumber(val ?? 'IN'); break;
       case 'opcode': q.flags = (q.flags & ~0x7800) | ((Number(val ?? '0') & 0xf) << 11); break;
       case 'tsig': q.tsig = parseTsigFlag(val ?? ''); break;
+      case 'prereq': q.answer.push(encodeRecordSpec(val ?? '')); break;
+      case 'update': q.authority.push(encodeRecordSpec(val ?? '')); break;
       case 'norec': q.flags &= ~FLAG_BITS.rd; break;
       case 'rec': q.flags |= FLAG_BITS.rd; break;
       default: {
@@ -176,16 +182,54 @@ function encodeName(name: string): Buffer {
   return Buffer.concat(parts);
 }
 
+/**
+ * A record for an UPDATE's sections, `NAME,TTL,CLASS,TYPE[,RDATA...]` (commas, as query lines split on
+ * spaces): no RDATA is an rdlength of 0 (RFC 2136's deletions and existence checks); otherwise by type:
+ * A/AAAA an address, NS/CNAME/PTR/DNAME a name, TXT one string per field, MX `PREF,NAME`,
+ * SOA `MNAME,RNAME,SERIAL,REFRESH,RETRY,EXPIRE,MINIMUM`, any type `hex:HEX` for raw rdata.
+ */
+export function encodeRecordSpec(spec: string): Buffer {
+  const [name = '', ttl = '0', cls = 'IN', type = 'A', ...rd] = spec.split(',');
+  const t = typeNumber(type);
+  let rdata: Buffer;
+  if (rd.length === 0) rdata = Buffer.alloc(0);
+  else if (rd[0]!.startsWith('hex:')) rdata = Buffer.from(rd[0]!.slice(4), 'hex');
+  else {
+    switch (t) {
+      case 1: rdata = Buffer.from(rd[0]!.split('.').map(Number)); break;
+      case 28: rdata = ipv6Bytes(rd[0]!); break;
+      case 2: case 5: case 12: case 39: rdata = encodeName(rd[0]!); break;
+      case 16: rdata = Buffer.concat(rd.map((x) => { const b = Buffer.from(x, 'latin1'); return Buffer.concat([Buffer.from([b.length]), b]); })); break;
+      case 15: { const p = Buffer.alloc(2); p.writeUInt16BE(Number(rd[0]), 0); rdata = Buffer.concat([p, encodeName(rd[1] ?? '.')]); break; }
+      case 6: {
+        const nums = Buffer.alloc(20);
+        for (let i = 0; i < 5; i++) nums.writeUInt32BE(Number(rd[2 + i] ?? '0') >>> 0, i * 4);
+        rdata = Buffer.concat([encodeName(rd[0]!), encodeName(rd[1] ?? '.'), nums]);
+        break;
+      }
+      default: throw new Error(`no RDATA syntax for type ${type} in ${spec} (use hex:)`);
+    }
+  }
+  const head = Buffer.alloc(10);
+  head.writeUInt16BE(t, 0);
+  head.writeUInt16BE(classNumber(cls), 2);
+  head.writeUInt32BE(Number(ttl) >>> 0, 4);
+  head.writeUInt16BE(rdata.length, 8);
+  return Buffer.concat([encodeName(name), head, rdata]);
+}
+
 export function encodeQuery(q: QuerySpec, id: number): Buffer {
   const header = Buffer.alloc(12);
   header.writeUInt16BE(id, 0);
   header.writeUInt16BE(q.flags & 0x7ff0, 2);
   header.writeUInt16BE(1, 4);
+  header.writeUInt16BE(q.answer.length, 6);
+  header.writeUInt16BE(q.authority.length, 8);
   header.writeUInt16BE(q.edns ? 1 : 0, 10);
   const qtail = Buffer.alloc(4);
   qtail.writeUInt16BE(q.type, 0);
   qtail.writeUInt16BE(q.qclass, 2);
-  const parts = [header, encodeName(q.name), qtail];
+  const parts = [header, encodeName(q.name), qtail, ...q.answer, ...q.authority];
   if (q.edns) {
     const opts = Buffer.concat(q.options.map((o) => {
       const h = Buffer.alloc(4);
