@@ -1,0 +1,480 @@
+// One DNS-over-gRPC listen address, as CoreDNS's ServergRPC: the unary rpc `/coredns.dns.DnsService/Query`
+// (pb/dns.proto: `message DnsPacket { bytes msg = 1; }` both ways), served by node:http2 over TLS (ALPN h2
+// only, the `tls` plugin's certificate) or, without `tls`, over cleartext HTTP/2 with prior knowledge (h2c,
+// as grpc-go serves a listener with no TLS). One DNS message per call; the request takes the same path as
+// DoH's (proto `tcp`, as CoreDNS's peer is a TCPAddr). When the chain writes nothing the request itself is
+// sent back, as CoreDNS's gRPCresponse does (it starts out holding the request).
+//
+// Errors are grpc-go's: the status code, the HTTP status and the message text of each case were taken from
+// CoreDNS 1.15.0 answering malformed calls (the test suite compares them). Error replies are trailers-only
+// (one HEADERS frame with END_STREAM), successes HEADERS, one DATA, trailers `grpc-status: 0` and an empty
+// `grpc-message`.
+
+import http2 from 'node:http2';
+import type net from 'node:net';
+import type tls from 'node:tls';
+import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
+import { clientAllowed, serverTlsOptions } from './tls.ts';
+import { GRACEFUL_STOP_MS, type ServerListener } from './listener.ts';
+import type { ServerTlsConfig } from '../plugin/plugin.ts';
+import { plainAddress } from '../wire/ip.ts';
+import { decodeMessage } from '../wire/decode.ts';
+import { Opcode } from '../wire/constants.ts';
+
+export { DEFAULT_GRPC_MAX_CONNECTIONS, DEFAULT_GRPC_MAX_STREAMS } from './tls.ts';
+
+/** CoreDNS's maxProtobufPayloadBytes: dns.MaxMsgSize plus the field tag and a 3-octet length. */
+export const MAX_PAYLOAD = 65535 + 4;
+const MAX_DNS = 65535;
+export const GRPC_PATH = '/coredns.dns.DnsService/Query';
+const SERVICE = 'coredns.dns.DnsService';
+/** grpc-go's default ConnectionTimeout: the TLS handshake must be done within it. */
+const HANDSHAKE_MS = 120_000;
+
+/** gRPC status codes used here. */
+const Code = { OK: 0, UNKNOWN: 2, INVALID_ARGUMENT: 3, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
+
+export interface GrpcListenerOptions {
+  /** The blocks' certificate; undefined: cleartext HTTP/2 (h2c). */
+  tls: ServerTlsConfig | undefined;
+  /** `grpc_server { max_connections }` (0: unlimited); default 200. */
+  maxConnections: number;
+  /** `grpc_server { max_streams }` (0: unlimited); default 256. */
+  maxStreams: number;
+}
+
+export class GrpcListener implements ServerListener {
+  readonly host: string;
+  port: number;
+  readonly transport = 'grpc';
+  table: ServeTable;
+  tlsConfig: ServerTlsConfig | undefined;
+  private server: http2.Http2Server | http2.Http2SecureServer | undefined;
+  private opts: GrpcListenerOptions;
+  private readonly sockets = new Set<net.Socket>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+  private inflight = 0;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(host: string, port: number, table: ServeTable, opts: GrpcListenerOptions) {
+    this.host = host;
+    this.port = port;
+    this.table = table;
+    this.tlsConfig = opts.tls;
+    this.opts = opts;
+  }
+
+  async listen(): Promise<void> {
+    const isV6 = this.host.includes(':') || this.host === '';
+    try {
+      await this.bind(isV6 ? '::' : '0.0.0.0');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
+        await this.bind('0.0.0.0');
+        return;
+      }
+      throw e;
+    }
+  }
+
+  private settings(): http2.Settings {
+    // grpc-go's MaxConcurrentStreams, not set when 0 (unbounded).
+    return this.opts.maxStreams > 0 ? { maxConcurrentStreams: this.opts.maxStreams } : {};
+  }
+
+  private bind(wildcard: string): Promise<void> {
+    const cfg = this.tlsConfig;
+    let server: http2.Http2Server | http2.Http2SecureServer;
+    if (cfg === undefined) {
+      server = http2.createServer({ settings: this.settings() });
+    } else {
+      // CoreDNS sets NextProtos to h2 alone: gRPC needs HTTP/2.
+      const s = http2.createSecureServer({ ...serverTlsOptions(cfg, HANDSHAKE_MS, ['h2']), settings: this.settings() });
+      s.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
+      s.on('secureConnection', (socket: tls.TLSSocket) => {
+        if (!clientAllowed(this.tlsConfig ?? cfg, socket)) socket.destroy();
+      });
+      s.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
+      server = s;
+    }
+    if (this.opts.maxConnections > 0) server.maxConnections = this.opts.maxConnections;
+    server.on('connection', (socket: net.Socket) => {
+      socket.setNoDelay(true); // as Go's listeners: a small reply must not wait for the previous segment's ACK
+      this.sockets.add(socket);
+      socket.once('close', () => { this.sockets.delete(socket); });
+    });
+    server.on('session', (session: http2.ServerHttp2Session) => {
+      this.sessions.add(session);
+      session.on('error', () => { /* a broken connection: its streams are gone */ });
+      session.once('close', () => { this.sessions.delete(session); });
+    });
+    server.on('sessionError', () => { /* protocol errors of one connection: that connection closes */ });
+    server.on('stream', this.onStream);
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => { reject(listenError(this.host, this.port, err)); };
+      server.once('error', onError);
+      server.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
+        server.removeListener('error', onError);
+        server.on('error', () => { /* accept errors: keep serving */ });
+        this.port = (server.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  }
+
+  private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
+    stream.on('error', () => { /* the client reset the stream: nothing to answer */ });
+    const ct = headers['content-type'] ?? '';
+    const replyType = grpcContentType(ct);
+    if (replyType === undefined) {
+      fail(stream, 415, 'application/grpc', Code.INVALID_ARGUMENT, `invalid gRPC request content-type ${goQuote(ct)}`);
+      return;
+    }
+    const method = headers[':method'] ?? '';
+    if (method !== 'POST') {
+      fail(stream, 405, replyType, Code.INTERNAL, `Received a HEADERS frame with :method ${goQuote(method)} which should be POST`);
+      return;
+    }
+    const path = headers[':path'] ?? '';
+    if (path !== GRPC_PATH) {
+      fail(stream, 200, replyType, Code.UNIMPLEMENTED, unknownMethod(path));
+      return;
+    }
+    const enc = headers['grpc-encoding'];
+    if (enc !== undefined && enc !== '' && enc !== 'identity') {
+      fail(stream, 200, replyType, Code.UNIMPLEMENTED, `grpc: Decompressor is not installed for grpc-encoding ${goQuote(String(enc))}`);
+      return;
+    }
+    new CallReader(this, stream, replyType);
+  };
+
+  /** A complete request body: check it as grpc-go and CoreDNS's Query do, then serve the DNS message. */
+  handle(stream: http2.ServerHttp2Stream, replyType: string, msg: Buffer): void {
+    const bad = dnsRequestError(msg);
+    if (bad !== undefined) {
+      fail(stream, 200, replyType, Code.UNKNOWN, bad);
+      return;
+    }
+    const sock = stream.session?.socket;
+    const sink = new CaptureSink();
+    const p = serveHttpsMessage(this.table, msg, plainAddress(sock?.remoteAddress ?? ''), sock?.remotePort ?? 0,
+      plainAddress(sock?.localAddress ?? ''), sock?.localPort ?? 0, sink);
+    if (p === false) {
+      fail(stream, 200, replyType, Code.UNKNOWN, 'dns request rejected');
+      return;
+    }
+    if (p === undefined) {
+      respond(stream, replyType, sink.wire ?? msg);
+      return;
+    }
+    this.inflight++;
+    const done = (): void => { this.done(); respond(stream, replyType, sink.wire ?? msg); };
+    p.then(done, done);
+  }
+
+  private done(): void {
+    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
+      const w = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const f of w) f();
+    }
+  }
+
+  /** Take a new configuration's certificate and limits (a reload keeps the socket). */
+  reconfigure(table: ServeTable, opts: GrpcListenerOptions): void {
+    this.table = table;
+    this.tlsConfig = opts.tls;
+    this.opts = opts;
+    const s = this.server;
+    if (s === undefined) return;
+    if (opts.tls !== undefined && 'setSecureContext' in s) s.setSecureContext(serverTlsOptions(opts.tls, HANDSHAKE_MS, ['h2']));
+    for (const session of this.sessions) {
+      if (!session.destroyed && !session.closed) session.settings(this.settings());
+    }
+    s.maxConnections = opts.maxConnections > 0 ? opts.maxConnections : Infinity;
+  }
+
+  /**
+   * Graceful stop (grpc-go's GracefulStop): no new connections, a GOAWAY on every connection, calls in flight
+   * answered (at most `graceMs`), then whatever is left is closed.
+   */
+  async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (s === undefined) return;
+    const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
+    for (const session of this.sessions) {
+      try { session.close(); } catch { /* already closing */ }
+    }
+    if (this.inflight > 0) {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, graceMs);
+        this.idleWaiters.push(() => { clearTimeout(t); resolve(); });
+      });
+    }
+    for (const sock of this.sockets) sock.destroy();
+    await closed;
+  }
+}
+
+/**
+ * Reads one call's body: the 5-octet gRPC prefix (flags, big-endian length) and the message, at most
+ * MAX_PAYLOAD octets (checked on the declared length, before the message is read, as grpc-go does), then
+ * END_STREAM. Buffers at most one message and the next prefix: whatever follows cannot change the answer.
+ */
+class CallReader {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private msgLen = -1;
+  private decided = false;
+
+  private readonly listener: GrpcListener;
+  private readonly stream: http2.ServerHttp2Stream;
+  private readonly replyType: string;
+
+  constructor(listener: GrpcListener, stream: http2.ServerHttp2Stream, replyType: string) {
+    this.listener = listener;
+    this.stream = stream;
+    this.replyType = replyType;
+    stream.on('data', this.onData);
+    stream.once('end', this.onEnd);
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    if (this.decided) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    if (this.msgLen < 0 && this.size >= 5) {
+      const head = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+      this.msgLen = head.readUInt32BE(1);
+      if (this.msgLen > MAX_PAYLOAD) {
+        this.finish(Code.RESOURCE_EXHAUSTED, `grpc: received message larger than max (${this.msgLen} vs. ${MAX_PAYLOAD})`);
+        return;
+      }
+    }
+    // A second message's prefix: a unary call carries one.
+    if (this.msgLen >= 0 && this.size >= 5 + this.msgLen + 5) {
+      this.finish(Code.INTERNAL, 'cardinality violation: received multiple request messages for non-client-streaming RPC');
+    }
+  };
+
+  private readonly onEnd = (): void => {
+    if (this.decided) return;
+    this.decided = true;
+    if (this.size === 0) {
+      fail(this.stream, 200, this.replyType, Code.INTERNAL, 'cardinality violation: received no request message from non-client-streaming RPC');
+      return;
+    }
+    if (this.msgLen < 0 || this.size !== 5 + this.msgLen) {
+      fail(this.stream, 200, this.replyType, Code.INTERNAL, 'unexpected EOF');
+      return;
+    }
+    const body = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    const flags = body[0]!;
+    if (flags === 1) {
+      fail(this.stream, 200, this.replyType, Code.INTERNAL, 'grpc: compressed flag set with identity or empty encoding');
+      return;
+    }
+    if (flags !== 0) {
+      fail(this.stream, 200, this.replyType, Code.INTERNAL, `grpc: received unexpected payload format ${flags}`);
+      return;
+    }
+    const msg = decodeDnsPacket(body, 5, body.length);
+    if (msg === undefined) {
+      fail(this.stream, 200, this.replyType, Code.INTERNAL, 'grpc: failed to unmarshal the received message: proto:\u00a0cannot parse invalid wire-format data');
+      return;
+    }
+    this.listener.handle(this.stream, this.replyType, msg);
+  };
+
+  private finish(code: number, message: string): void {
+    this.decided = true;
+    this.chunks.length = 0;
+    fail(this.stream, 200, this.replyType, code, message);
+  }
+}
+
+/** The reply the chain wrote (the first one, as CoreDNS's writer keeps one message). */
+class CaptureSink implements ReplySink {
+  wire: Uint8Array | undefined;
+  send(wire: Uint8Array): void { this.wire ??= wire; }
+}
+
+/**
+ * pb.DnsPacket encoded by hand (one field, `bytes msg = 1`: a protobuf dependency would be far bigger than
+ * these few lines): the tag 0x0a, the length as a varint, the message; after the 5-octet gRPC prefix.
+ */
+export function grpcFrame(msg: Uint8Array): Buffer {
+  const n = msg.length;
+  const varLen = n < 0x80 ? 1 : n < 0x4000 ? 2 : 3;
+  const pbLen = 1 + varLen + n;
+  const out = Buffer.allocUnsafe(5 + pbLen);
+  out[0] = 0;
+  out.writeUInt32BE(pbLen, 1);
+  out[5] = 0x0a;
+  let p = 6;
+  let v = n;
+  while (v >= 0x80) {
+    out[p++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  out[p++] = v;
+  out.set(msg, p);
+  return out;
+}
+
+/**
+ * The `msg` field of a serialised DnsPacket in b[start, end): proto3 rules (the last occurrence wins, unknown
+ * fields are skipped, a missing field is empty); undefined when the bytes are not valid protobuf.
+ */
+export function decodeDnsPacket(b: Buffer, start: number, end: number): Buffer | undefined {
+  let msg: Buffer = EMPTY;
+  let p = start;
+  while (p < end) {
+    const tag = readVarint(b, p, end);
+    if (tag === undefined) return undefined;
+    p = tag.next;
+    const field = Math.floor(tag.value / 8);
+    const wire = tag.value % 8;
+    if (field === 0) return undefined;
+    switch (wire) {
+      case 0: {
+        const v = readVarint(b, p, end);
+        if (v === undefined) return undefined;
+        p = v.next;
+        break;
+      }
+      case 1: p += 8; break;
+      case 5: p += 4; break;
+      case 2: {
+        const l = readVarint(b, p, end);
+        if (l === undefined || l.next + l.value > end) return undefined;
+        if (field === 1) msg = b.subarray(l.next, l.next + l.value);
+        p = l.next + l.value;
+        break;
+      }
+      default: return undefined; // groups (3, 4) and the reserved wire types
+    }
+    if (p > end) return undefined;
+  }
+  return msg;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** A base-128 varint of at most 10 octets (values past 2^53 only need to be told apart from small ones). */
+function readVarint(b: Buffer, p: number, end: number): { value: number; next: number } | undefined {
+  let value = 0;
+  let mul = 1;
+  for (let i = 0; i < 10; i++) {
+    if (p >= end) return undefined;
+    const c = b[p++]!;
+    value += (c & 0x7f) * mul;
+    if ((c & 0x80) === 0) return { value, next: p };
+    mul *= 128;
+  }
+  return undefined;
+}
+
+/**
+ * CoreDNS's checks before serving (Query, dnsutil.UnpackRequest, miekg's DefaultMsgAcceptFunc): the size, the
+ * header, a query that is not a response, opcode QUERY or NOTIFY, one question, at most one answer, one
+ * authority and two additional records, a message that unpacks. The error text, or undefined.
+ */
+export function dnsRequestError(msg: Buffer): string | undefined {
+  if (msg.length > MAX_DNS) return `dns message exceeds size limit: ${msg.length}`;
+  if (msg.length < 12) return 'dns: buffer size too small';
+  const opcode = (msg[2]! >> 3) & 0xf;
+  if ((msg[2]! & 0x80) !== 0 || (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY)
+    || msg.readUInt16BE(4) !== 1 || msg.readUInt16BE(6) > 1 || msg.readUInt16BE(8) > 1 || msg.readUInt16BE(10) > 2) {
+    return 'dns request rejected';
+  }
+  try {
+    decodeMessage(msg);
+  } catch (e) {
+    // miekg's unpack errors name the part that failed; nodens's decoder words them its own way.
+    return e instanceof Error ? e.message : String(e);
+  }
+  return undefined;
+}
+
+/** grpc-go's content-type check: `application/grpc`, or with `+SUBTYPE`/`;SUBTYPE`; the reply's type, or undefined. */
+function grpcContentType(ct: string): string | undefined {
+  if (ct === 'application/grpc') return ct;
+  if (ct.length > 16 && ct.startsWith('application/grpc') && (ct[16] === '+' || ct[16] === ';')) return 'application/grpc+' + ct.slice(17);
+  return undefined;
+}
+
+function unknownMethod(path: string): string {
+  const sm = path.startsWith('/') ? path.slice(1) : path;
+  const pos = sm.lastIndexOf('/');
+  if (pos < 0) return `malformed method name: ${goQuote(path)}`;
+  const service = sm.slice(0, pos);
+  if (service === SERVICE) return `unknown method ${sm.slice(pos + 1)} for service ${service}`;
+  return `unknown service ${service}`;
+}
+
+/** Go's %q of printable ASCII (the texts here): quotes, backslashes escaped. */
+function goQuote(s: string): string {
+  return JSON.stringify(s);
+}
+
+/** gRPC's grpc-message encoding: printable ASCII but `%` as is, every other octet of the UTF-8 as %XX. */
+export function encodeGrpcMessage(s: string): string {
+  let plain = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x25) { plain = false; break; }
+  }
+  if (plain) return s;
+  let out = '';
+  for (const byte of Buffer.from(s, 'utf8')) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : '%' + byte.toString(16).toUpperCase().padStart(2, '0');
+  }
+  return out;
+}
+
+/** A trailers-only error reply, then the stream is reset with NO_ERROR if the client is still sending (grpc-go). */
+function fail(stream: http2.ServerHttp2Stream, httpStatus: number, contentType: string, code: number, message: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  try {
+    stream.respond({
+      ':status': httpStatus, 'content-type': contentType, 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(message),
+    }, { endStream: true });
+  } catch {
+    return; // the stream or its session closed meanwhile
+  }
+  if (!stream.readableEnded) {
+    // Nothing more is read: stop the client's upload once the reply is out.
+    stream.removeAllListeners('data');
+    stream.resume();
+    setImmediate(() => { if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR); });
+  }
+}
+
+const OK_TRAILERS = { 'grpc-status': '0', 'grpc-message': '' };
+
+function respond(stream: http2.ServerHttp2Stream, contentType: string, wire: Uint8Array): void {
+  if (stream.destroyed || stream.headersSent) return;
+  try {
+    stream.respond({ ':status': 200, 'content-type': contentType }, { waitForTrailers: true });
+    stream.once('wantTrailers', () => {
+      try { stream.sendTrailers(OK_TRAILERS); } catch { /* the stream closed meanwhile */ }
+    });
+    stream.end(grpcFrame(wire));
+  } catch {
+    // The stream or its session closed meanwhile: nothing to answer.
+  }
+}
+
+function listenError(host: string, port: number, err: Error): Error {
+  const h = host.includes(':') ? `[${host}]` : host;
+  const code = (err as NodeJS.ErrnoException).code;
+  const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
+    : code === 'EACCES' ? 'bind: permission denied'
+      : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
+        : err.message;
+  return Object.assign(new Error(`Listen: listen tcp ${h}:${port}: ${reason}`), { code });
+}
