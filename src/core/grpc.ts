@@ -11,7 +11,7 @@
 // `grpc-message`.
 
 import http2 from 'node:http2';
-import type net from 'node:net';
+import net from 'node:net';
 import type tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { clientAllowed, serverTlsOptions } from './tls.ts';
@@ -28,6 +28,8 @@ const MAX_DNS = 65535;
 const SERVICE = 'coredns.dns.DnsService';
 /** grpc-go's default ConnectionTimeout: the TLS handshake must be done within it. */
 const HANDSHAKE_MS = 120_000;
+/** Connections waiting for a slot under max_connections, at most (Linux's default somaxconn). */
+const MAX_WAITING = 4096;
 
 /** gRPC status codes used here. */
 const Code = { UNKNOWN: 2, INVALID_ARGUMENT: 3, RESOURCE_EXHAUSTED: 8, UNIMPLEMENTED: 12, INTERNAL: 13 } as const;
@@ -47,7 +49,12 @@ export class GrpcListener implements ServerListener {
   readonly transport = 'grpc';
   table: ServeTable;
   tlsConfig: ServerTlsConfig | undefined;
+  /** The listening socket: connections are handed to `server` within the connection limit. */
+  private front: net.Server | undefined;
   private server: http2.Http2Server | http2.Http2SecureServer | undefined;
+  /** Connections being served (counted against max_connections) and those waiting for a slot. */
+  private active = 0;
+  private readonly waiting: net.Socket[] = [];
   private opts: GrpcListenerOptions;
   private readonly sockets = new Set<net.Socket>();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
@@ -96,12 +103,7 @@ export class GrpcListener implements ServerListener {
       s.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
       server = s;
     }
-    if (this.opts.maxConnections > 0) server.maxConnections = this.opts.maxConnections;
-    server.on('connection', (socket: net.Socket) => {
-      socket.setNoDelay(true); // as Go's listeners: a small reply must not wait for the previous segment's ACK
-      this.sockets.add(socket);
-      socket.once('close', () => { this.sockets.delete(socket); });
-    });
+    server.on('error', () => { /* errors of one connection: it closes */ });
     server.on('session', (session: http2.ServerHttp2Session) => {
       this.sessions.add(session);
       session.on('error', () => { /* a broken connection: its streams are gone */ });
@@ -110,16 +112,63 @@ export class GrpcListener implements ServerListener {
     server.on('sessionError', () => { /* protocol errors of one connection: that connection closes */ });
     server.on('stream', this.onStream);
     this.server = server;
+    // CoreDNS wraps its listener in netutil.LimitListener: past max_connections a new connection is not
+    // refused, it waits (accepted, unread) until one closes. The same here: the listening socket is ours, and
+    // a connection reaches the HTTP/2 server only when it has a slot.
+    const front = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => { this.accept(socket); });
+    this.front = front;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError(this.host, this.port, err)); };
-      server.once('error', onError);
-      server.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
-        server.removeListener('error', onError);
-        server.on('error', () => { /* accept errors: keep serving */ });
-        this.port = (server.address() as net.AddressInfo).port;
+      front.once('error', onError);
+      front.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
+        front.removeListener('error', onError);
+        front.on('error', () => { /* accept errors: keep serving */ });
+        this.port = (front.address() as net.AddressInfo).port;
         resolve();
       });
     });
+  }
+
+  private accept(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.on('error', () => { /* reset by the peer: 'close' follows */ });
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      const i = this.waiting.indexOf(socket);
+      if (i >= 0) this.waiting.splice(i, 1);
+    });
+    const max = this.opts.maxConnections;
+    if (max === 0 || this.active < max) {
+      this.serve(socket);
+      return;
+    }
+    // Bounded as a kernel backlog would be: beyond it, connections are dropped.
+    if (this.waiting.length >= MAX_WAITING) {
+      socket.destroy();
+      return;
+    }
+    this.waiting.push(socket);
+  }
+
+  private serve(socket: net.Socket): void {
+    const server = this.server;
+    if (server === undefined) {
+      socket.destroy();
+      return;
+    }
+    this.active++;
+    socket.once('close', () => {
+      this.active--;
+      this.admit();
+    });
+    server.emit('connection', socket);
+    socket.resume();
+  }
+
+  /** Serve waiting connections while there are slots. */
+  private admit(): void {
+    const max = this.opts.maxConnections;
+    while (this.waiting.length > 0 && (max === 0 || this.active < max)) this.serve(this.waiting.shift()!);
   }
 
   private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
@@ -191,7 +240,7 @@ export class GrpcListener implements ServerListener {
     for (const session of this.sessions) {
       if (!session.destroyed && !session.closed) session.settings(this.settings());
     }
-    s.maxConnections = opts.maxConnections > 0 ? opts.maxConnections : Infinity;
+    this.admit();
   }
 
   /**
@@ -200,9 +249,12 @@ export class GrpcListener implements ServerListener {
    */
   async close(graceMs = GRACEFUL_STOP_MS): Promise<void> {
     const s = this.server;
+    const front = this.front;
     this.server = undefined;
-    if (s === undefined) return;
-    const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
+    this.front = undefined;
+    if (s === undefined || front === undefined) return;
+    const closed = new Promise<void>((resolve) => { front.close(() => { resolve(); }); });
+    for (const w of this.waiting.splice(0)) w.destroy();
     for (const session of this.sessions) {
       try { session.close(); } catch { /* already closing */ }
     }

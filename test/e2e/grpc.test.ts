@@ -198,7 +198,7 @@ test('grpc:// server: metrics and log say proto tcp and server grpc://', async (
   assert.match(line, / 1$/);
 });
 
-test('grpc_server limits: max_streams is the SETTINGS value, max_connections closes extra connections', async () => {
+test('grpc_server limits: max_streams is the SETTINGS value; past max_connections a connection waits for a slot (LimitListener)', async () => {
   const s = await nodens('grpc://.:0 {\n bind 127.0.0.1\n grpc_server {\n  max_streams 7\n  max_connections 1\n }\n whoami\n}\n');
   const a = connect(s.port, false);
   const settings = await new Promise<http2.Settings>((resolve) => { a.once('remoteSettings', resolve); });
@@ -206,12 +206,17 @@ test('grpc_server limits: max_streams is the SETTINGS value, max_connections clo
   const first = await call(a, grpcFrame(query('www.example.org.')));
   assert.equal(first.trailers?.['grpc-status'], '0');
   const b = connect(s.port, false);
-  const closed = await new Promise<boolean>((resolve) => {
-    b.once('close', () => { resolve(true); });
-    setTimeout(() => { resolve(false); }, 3000);
+  const served = new Promise<boolean>((resolve) => {
+    b.once('remoteSettings', () => { resolve(true); });
+    b.once('close', () => { resolve(false); });
   });
-  assert.equal(closed, true, 'the second connection is refused while the first is open');
+  const early = await Promise.race([served, new Promise<string>((resolve) => { setTimeout(() => { resolve('waiting'); }, 500); })]);
+  assert.equal(early, 'waiting', 'the second connection is not served while the first is open');
   a.close();
+  assert.equal(await served, true, 'served once the first closed');
+  const second = await call(b, grpcFrame(query('www.example.org.')));
+  assert.equal(second.trailers?.['grpc-status'], '0');
+  b.close();
   // Defaults: 256 streams.
   const d = await nodens('grpc://.:0 {\n bind 127.0.0.1\n whoami\n}\n');
   const c = connect(d.port, false);
