@@ -1,31 +1,20 @@
-// grpc and grpc_server setup: every error text compared with what CoreDNS 1.15.0 prints for the same
+// grpc setup: every error text compared with what CoreDNS 1.15.0 prints for the same
 // Corefile (the reference binary is run on each), the options parsed, and the DnsPacket codec.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, plugin } from './setup.ts';
-import { plugin as grpcServer } from '../grpc_server/setup.ts';
 import { parseOptions, runSetup, setupError } from '../pkg/testing.ts';
-import { referenceBinary } from '../../../test/conformance/lib/servers.ts';
+import { corednsSetupError } from '../../../test/helpers/reference.ts';
 import { testCerts } from '../../../test/helpers/certs.ts';
 import { decodeDnsPacket, decodeGrpcMessage, encodeGrpcMessage, grpcFrame } from '../../wire/grpc.ts';
 import type { PluginDefinition } from '../plugin.ts';
 
 const C = testCerts();
 const dir = mkdtempSync(join(tmpdir(), 'nodens-grpc-setup-'));
-
-/** CoreDNS's error line for a Corefile that fails setup ('' when it starts). */
-function corednsError(corefile: string): string {
-  writeFileSync(join(dir, 'Corefile'), corefile);
-  const r = spawnSync(referenceBinary(), ['-conf', 'Corefile', '-dns.port', '0'], { cwd: dir, encoding: 'utf8', timeout: 5000 });
-  if (r.status === null) return ''; // still running after 5 s: it started
-  const line = (r.stdout + r.stderr).split('\n').map((l) => l.replace(/^maxprocs: .*$/, '').trim()).find((l) => l.startsWith('plugin/'));
-  return line ?? '';
-}
 
 const GRPC_ERRORS = [
   '. {\n grpc\n}\n',
@@ -42,21 +31,9 @@ const GRPC_ERRORS = [
   `. {\n grpc . ${Array.from({ length: 16 }, (_, i) => `127.0.0.${i + 1}`).join(' ')}\n}\n`,
 ];
 
-const SERVER_ERRORS = [
-  'grpc://.:0 {\n grpc_server x\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_streams x\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_streams -1\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_connections -5\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_connections 99999999999999999999\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_streams 1\n  max_streams 2\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_connections 1\n  max_connections 2\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  max_streams\n }\n whoami\n}\n',
-  'grpc://.:0 {\n grpc_server {\n  foo 1\n }\n whoami\n}\n',
-];
-
 async function compare(def: PluginDefinition, corefiles: string[]): Promise<void> {
   for (const corefile of corefiles) {
-    const want = corednsError(corefile);
+    const want = corednsSetupError(corefile);
     assert.notEqual(want, '', `CoreDNS accepts ${JSON.stringify(corefile)}`);
     assert.equal(await setupError(def, corefile), want, corefile);
   }
@@ -64,10 +41,6 @@ async function compare(def: PluginDefinition, corefiles: string[]): Promise<void
 
 test('grpc setup errors are CoreDNS 1.15.0\'s', async () => {
   await compare(plugin, GRPC_ERRORS);
-});
-
-test('grpc_server setup errors are CoreDNS 1.15.0\'s', async () => {
-  await compare(grpcServer, SERVER_ERRORS);
 });
 
 test('grpc parse: upstreams, except, policies, fallthrough, tls', async () => {
