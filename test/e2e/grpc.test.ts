@@ -242,3 +242,31 @@ test('grpc plugin: except, fallthrough on NXDOMAIN, failover to the next upstrea
   const lone = await nodens(`.:0 {\n bind 127.0.0.1\n grpc . 127.0.0.1:${dead}\n}\n`);
   assert.equal(status(await dig(lone.port, 'a.example.org', 'A')), 'SERVFAIL');
 });
+
+test('grpc:// server: garbage on the connection closes that connection only; a reload keeps the listener', async () => {
+  const { connect: tcpConnect } = await import('node:net');
+  const s = await nodens('grpc://.:0 {\n bind 127.0.0.1\n whoami\n}\n');
+  const port = s.port;
+  for (const junk of [Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\xff\xff\xff\xff\xff\xff'), Buffer.alloc(70000, 0xab)]) {
+    await new Promise<void>((resolve) => {
+      const c = tcpConnect(port, '127.0.0.1', () => { c.end(junk); });
+      c.on('error', () => { /* reset by the server */ });
+      c.resume();
+      c.on('close', () => { resolve(); });
+      setTimeout(() => { c.destroy(); }, 3000);
+    });
+  }
+  const session = connect(port, false);
+  try {
+    const r = await call(session, grpcFrame(query('www.example.org.')));
+    assert.equal(r.trailers?.['grpc-status'], '0');
+    // A reload to another chain: the same socket, the open connection gets the new configuration's answers.
+    assert.equal(await s.reload(`grpc://.:0 {\n bind 127.0.0.1\n hosts {\n  192.0.2.1 www.example.org\n }\n}\n`), undefined);
+    const r2 = await call(session, grpcFrame(query('www.example.org.')));
+    const m = decodeMessage(decodeDnsPacket(r2.body, 5, r2.body.length)!);
+    assert.equal(m.answer.length, 1);
+    assert.equal(s.port, port);
+  } finally {
+    session.close();
+  }
+});
