@@ -199,17 +199,14 @@ export class GrpcListener implements ServerListener {
 
   /** A complete request body: check it as grpc-go and CoreDNS's Query do, then serve the DNS message. */
   handle(stream: http2.ServerHttp2Stream, replyType: string, msg: Buffer): void {
-    const bad = dnsRequestError(msg);
-    if (bad !== undefined) {
-      fail(stream, 200, replyType, Code.UNKNOWN, bad);
-      return;
-    }
-    const sock = stream.session?.socket;
+    const peer = this.peerOf(stream.session);
     const sink = new CaptureSink();
-    const p = serveHttpsMessage(this.table, msg, plainAddress(sock?.remoteAddress ?? ''), sock?.remotePort ?? 0,
-      plainAddress(sock?.localAddress ?? ''), sock?.localPort ?? 0, sink);
+    // serveHttpsMessage makes CoreDNS's checks (and decodes the message once); only a refused message is looked
+    // at again, for the error text.
+    const p = msg.length > MAX_DNS ? false : serveHttpsMessage(this.table, msg, peer.remoteAddress, peer.remotePort,
+      peer.localAddress, peer.localPort, sink);
     if (p === false) {
-      fail(stream, 200, replyType, Code.UNKNOWN, 'dns request rejected');
+      fail(stream, 200, replyType, Code.UNKNOWN, dnsRequestError(msg) ?? 'dns request rejected');
       return;
     }
     if (p === undefined) {
@@ -219,6 +216,21 @@ export class GrpcListener implements ServerListener {
     this.inflight++;
     const done = (): void => { this.done(); respond(stream, replyType, sink.wire ?? msg); };
     p.then(done, done);
+  }
+
+  /** The connection's addresses, read once per connection (session.socket is a proxy: each read costs). */
+  private peerOf(session: http2.Http2Session | undefined): Peer {
+    if (session === undefined) return NO_PEER;
+    let p = peers.get(session);
+    if (p === undefined) {
+      const sock = session.socket;
+      p = {
+        remoteAddress: plainAddress(sock.remoteAddress ?? ''), remotePort: sock.remotePort ?? 0,
+        localAddress: plainAddress(sock.localAddress ?? ''), localPort: sock.localPort ?? 0,
+      };
+      peers.set(session, p);
+    }
+    return p;
   }
 
   private done(): void {
@@ -345,6 +357,10 @@ class CallReader {
     fail(this.stream, 200, this.replyType, code, message);
   }
 }
+
+interface Peer { remoteAddress: string; remotePort: number; localAddress: string; localPort: number }
+const NO_PEER: Peer = { remoteAddress: '', remotePort: 0, localAddress: '', localPort: 0 };
+const peers = new WeakMap<http2.Http2Session, Peer>();
 
 /** The reply the chain wrote (the first one, as CoreDNS's writer keeps one message). */
 class CaptureSink implements ReplySink {

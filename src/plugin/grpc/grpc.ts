@@ -14,6 +14,7 @@ import { decodeMessage } from '../../wire/decode.ts';
 import type { Message } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { Rcode, rcodeToString } from '../../wire/constants.ts';
+import { hasCompressionPointer } from '../../wire/scan.ts';
 import { decodeDnsPacket, decodeGrpcMessage, grpcFrame, GRPC_PATH, MAX_PAYLOAD } from '../../wire/grpc.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { nameMatches } from '../pkg/zones.ts';
@@ -68,6 +69,13 @@ export class RoundRobinPolicy implements Policy {
 export class SequentialPolicy implements Policy {
   readonly name = 'sequential';
   list(p: readonly GrpcProxy[]): readonly GrpcProxy[] { return p; }
+}
+
+/** An upstream's reply: decoded (CoreDNS unpacks it: one that does not unpack is an error), and its wire form. */
+export interface Reply {
+  msg: Message;
+  /** The reply as received; undefined for one made here (NotFound). */
+  wire: Buffer | undefined;
 }
 
 export class GrpcError extends Error {
@@ -137,7 +145,7 @@ export class GrpcProxy {
   }
 
   /** One call: the reply, or an error (the caller tries the next upstream). */
-  async query(wire: Buffer, req: Message, deadline: number): Promise<Message> {
+  async query(wire: Buffer, req: Message, deadline: number): Promise<Reply> {
     if (this.closed) throw new Error('grpc: the client connection is closing');
     const start = process.hrtime.bigint();
     if (wire.length > MAX_DNS) throw new Error(`dns message exceeds size limit: ${wire.length} bytes (limit ${MAX_DNS})`);
@@ -149,7 +157,7 @@ export class GrpcProxy {
       if (e instanceof GrpcError && e.code === GRPC_NOT_FOUND) {
         const m = replyTo(req);
         m.rcode = Rcode.NXDOMAIN;
-        return m;
+        return { msg: m, wire: undefined };
       }
       throw e;
     }
@@ -160,7 +168,7 @@ export class GrpcProxy {
     if (rc === undefined) this.rcodes.set(m.rcode, rc = (this.metrics.rcodeCount as CounterVec).child(rcodeToString(m.rcode), this.addr));
     rc.inc();
     this.duration.observe(Number(process.hrtime.bigint() - start) / 1e9);
-    return m;
+    return { msg: m, wire: reply };
   }
 
   private call(wire: Buffer, deadline: number): Promise<Buffer> {
@@ -313,13 +321,14 @@ export class Grpc implements Handler {
     const deadline = Math.min(Date.now() + TIMEOUT_MS, req.deadline);
     let err: Error | undefined;
     for (let i = 0; i < list.length && Date.now() < deadline; i++) {
-      let ret: Message;
+      let reply: Reply;
       try {
-        ret = await list[i]!.query(wire, msg, deadline);
+        reply = await list[i]!.query(wire, msg, deadline);
       } catch (e) {
         err = e instanceof Error ? e : new Error(String(e));
         continue;
       }
+      const ret = reply.msg;
       // request.Match: a response, one question, the same name (case-insensitive) and type.
       const q = ret.question;
       if (!ret.qr || q.length !== 1 || q[0]!.name.toLowerCase() !== req.name || q[0]!.type !== req.qtype) {
@@ -331,7 +340,10 @@ export class Grpc implements Handler {
       if (ret.rcode === Rcode.NXDOMAIN && this.opts.fall.through(req.name) && this.next !== undefined) {
         return await nextOrFailure(this.name, this.next, req, w);
       }
-      w.writeMsg(ret);
+      // CoreDNS writes the unpacked reply, packed again without compression: an uncompressed reply is
+      // already that, byte for byte, and goes out as received (no second encoding).
+      if (reply.wire !== undefined && !hasCompressionPointer(reply.wire)) w.writeWire(reply.wire);
+      else w.writeMsg(ret);
       return 0;
     }
     if (this.opts.fall.through(req.name) && this.next !== undefined) return await nextOrFailure(this.name, this.next, req, w);
