@@ -270,3 +270,58 @@ test('grpc:// server: garbage on the connection closes that connection only; a r
     session.close();
   }
 });
+
+test('grpc plugin against a misbehaving upstream: NotFound is NXDOMAIN, a wrong question FORMERR, bad frames fail over', async () => {
+  // A real HTTP/2 server answering each call as `mode` says.
+  let mode = 'notfound';
+  const srv = http2.createServer();
+  srv.on('stream', (st, headers) => {
+    st.on('error', () => { /* reset */ });
+    const chunks: Buffer[] = [];
+    st.on('data', (c: Buffer) => chunks.push(c));
+    st.on('end', () => {
+      assert.equal(headers[':path'], GRPC_PATH);
+      assert.equal(headers['content-type'], 'application/grpc');
+      const req = decodeDnsPacket(Buffer.concat(chunks), 5, Buffer.concat(chunks).length)!;
+      const trailersOnly = (code: number, msg: string): void => {
+        st.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': msg }, { endStream: true });
+      };
+      const ok = (payload: Buffer): void => {
+        st.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        st.once('wantTrailers', () => { st.sendTrailers({ 'grpc-status': '0' }); });
+        st.end(payload);
+      };
+      if (mode === 'notfound') trailersOnly(5, 'not here');
+      else if (mode === 'other-question') {
+        const m = decodeMessage(req);
+        m.qr = true;
+        m.question[0]!.name = 'other.example.org.';
+        ok(grpcFrame(encodeMessage(m)));
+      } else if (mode === 'bad-protobuf') ok(frame(Buffer.from([0xff, 0xff])));
+      else if (mode === 'oversized') ok(frame(Buffer.alloc(10), 0, 100000));
+      else if (mode === 'http-415') st.respond({ ':status': 415 }, { endStream: true });
+      else st.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    });
+  });
+  await new Promise<void>((resolve) => { srv.listen(0, '127.0.0.1', resolve); });
+  const port = (srv.address() as { port: number }).port;
+  try {
+    const front = await nodens(`.:0 {\n bind 127.0.0.1\n grpc . 127.0.0.1:${port}\n}\n`);
+    assert.equal(status(await dig(front.port, 'a.example.org', 'A')), 'NXDOMAIN');
+    mode = 'other-question';
+    assert.equal(status(await dig(front.port, 'a.example.org', 'A')), 'FORMERR');
+    for (const m of ['bad-protobuf', 'oversized', 'http-415', 'reset']) {
+      mode = m;
+      assert.equal(status(await dig(front.port, 'a.example.org', 'A')), 'SERVFAIL', m);
+    }
+    // With a good second upstream, each of those failures is passed over.
+    const good = await nodens(`grpc://.:0 {\n bind 127.0.0.1\n${upstream('192.0.2.9', 'a.example.org')}}\n`);
+    const both = await nodens(`.:0 {\n bind 127.0.0.1\n grpc . 127.0.0.1:${port} 127.0.0.1:${good.port} {\n  policy sequential\n }\n}\n`);
+    for (const m of ['bad-protobuf', 'oversized', 'http-415', 'reset']) {
+      mode = m;
+      assert.match(await dig(both.port, 'a.example.org', 'A'), /192\.0\.2\.9/, m);
+    }
+  } finally {
+    await new Promise<void>((resolve) => { srv.close(() => { resolve(); }); });
+  }
+});
