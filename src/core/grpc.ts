@@ -26,8 +26,11 @@ export { DEFAULT_GRPC_MAX_CONNECTIONS, DEFAULT_GRPC_MAX_STREAMS } from './tls.ts
 
 const MAX_DNS = 65535;
 const SERVICE = 'coredns.dns.DnsService';
-/** grpc-go's default ConnectionTimeout: the TLS handshake must be done within it. */
-const HANDSHAKE_MS = 120_000;
+/**
+ * grpc-go's default ConnectionTimeout (120 s): the TLS handshake and the client's HTTP/2 preface must be done
+ * within it. A field, not a constant, so that a test can wait less than two minutes for it.
+ */
+export const grpcServerTimeouts = { handshakeMs: 120_000 };
 /** Connections waiting for a slot under max_connections, at most (Linux's default somaxconn). */
 const MAX_WAITING = 4096;
 
@@ -95,7 +98,7 @@ export class GrpcListener implements ServerListener {
       server = http2.createServer({ settings: this.settings() });
     } else {
       // CoreDNS sets NextProtos to h2 alone: gRPC needs HTTP/2.
-      const s = http2.createSecureServer({ ...serverTlsOptions(cfg, HANDSHAKE_MS, ['h2']), settings: this.settings() });
+      const s = http2.createSecureServer({ ...serverTlsOptions(cfg, grpcServerTimeouts.handshakeMs, ['h2']), settings: this.settings() });
       s.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
       s.on('secureConnection', (socket: tls.TLSSocket) => {
         if (!clientAllowed(this.tlsConfig ?? cfg, socket)) socket.destroy();
@@ -106,6 +109,11 @@ export class GrpcListener implements ServerListener {
     server.on('error', () => { /* errors of one connection: it closes */ });
     server.on('session', (session: http2.ServerHttp2Session) => {
       this.sessions.add(session);
+      // grpc-go's ConnectionTimeout covers the HTTP/2 handshake too: a connection whose client never sends its
+      // preface and SETTINGS is closed after it, so silent connections do not hold max_connections' slots.
+      const preface = setTimeout(() => { session.destroy(); }, grpcServerTimeouts.handshakeMs);
+      session.once('remoteSettings', () => { clearTimeout(preface); });
+      session.once('close', () => { clearTimeout(preface); });
       session.on('error', () => { /* a broken connection: its streams are gone */ });
       session.once('close', () => { this.sessions.delete(session); });
     });
@@ -248,7 +256,7 @@ export class GrpcListener implements ServerListener {
     this.opts = opts;
     const s = this.server;
     if (s === undefined) return;
-    if (opts.tls !== undefined && 'setSecureContext' in s) s.setSecureContext(serverTlsOptions(opts.tls, HANDSHAKE_MS, ['h2']));
+    if (opts.tls !== undefined && 'setSecureContext' in s) s.setSecureContext(serverTlsOptions(opts.tls, grpcServerTimeouts.handshakeMs, ['h2']));
     for (const session of this.sessions) {
       if (!session.destroyed && !session.closed) session.settings(this.settings());
     }

@@ -15,6 +15,7 @@ import { testCerts } from '../helpers/certs.ts';
 import { dig, status } from '../helpers/dig.ts';
 import { exchange } from '../helpers/client.ts';
 import { grpcFrame, decodeDnsPacket, GRPC_PATH } from '../../src/wire/grpc.ts';
+import { grpcServerTimeouts } from '../../src/core/grpc.ts';
 import { decodeMessage } from '../../src/wire/decode.ts';
 import { encodeMessage } from '../../src/wire/encode.ts';
 import { newQuery } from '../../src/wire/message.ts';
@@ -323,5 +324,37 @@ test('grpc plugin against a misbehaving upstream: NotFound is NXDOMAIN, a wrong 
     }
   } finally {
     await new Promise<void>((resolve) => { srv.close(() => { resolve(); }); });
+  }
+});
+
+test('grpc:// server: a connection that sends no HTTP/2 preface is closed after the connection timeout (grpc-go: 120 s)', async () => {
+  const { connect: tcpConnect } = await import('node:net');
+  const saved = grpcServerTimeouts.handshakeMs;
+  grpcServerTimeouts.handshakeMs = 400;
+  try {
+    const s = await nodens('grpc://.:0 {\n bind 127.0.0.1\n grpc_server {\n  max_connections 1\n }\n whoami\n}\n');
+    const t0 = performance.now();
+    const outcome = await new Promise<string>((resolve) => {
+      const c = tcpConnect(s.port, '127.0.0.1');
+      c.resume();
+      c.on('error', () => { /* reset */ });
+      c.on('close', () => { resolve('closed'); });
+      setTimeout(() => { resolve('open'); c.destroy(); }, 3000);
+    });
+    assert.equal(outcome, 'closed');
+    assert.ok(performance.now() - t0 >= 350, 'not before the timeout');
+    // Its slot is free again: a real client is served.
+    const session = connect(s.port, false);
+    try {
+      const r = await call(session, grpcFrame(query('www.example.org.')));
+      assert.equal(r.trailers?.['grpc-status'], '0');
+      // An active client is not cut by the timeout.
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      assert.equal(session.closed || session.destroyed, false);
+    } finally {
+      session.close();
+    }
+  } finally {
+    grpcServerTimeouts.handshakeMs = saved;
   }
 });
