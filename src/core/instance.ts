@@ -15,7 +15,10 @@ import { isDomainName } from '../wire/name.ts';
 import type { PluginRegistry } from './registry.ts';
 import { DnsListener, type ServerListener } from './listener.ts';
 import type { DohListener, HttpsListenerOptions } from './doh.ts';
-import { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, tlsConflict } from './tls.ts';
+import type { GrpcListener, GrpcListenerOptions } from './grpc.ts';
+import {
+  DEFAULT_GRPC_MAX_CONNECTIONS, DEFAULT_GRPC_MAX_STREAMS, DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS, tlsConflict,
+} from './tls.ts';
 import { subQueryRouter, type ConnectionLimits, type RoutedBlock, type ServeTable } from './serve.ts';
 import { Logger } from './log.ts';
 import { isBareSetupError, processMetricsRegistry, type MetricsRegistry } from '../plugin/plugin.ts';
@@ -77,6 +80,8 @@ class Block implements BlockConfig {
   tls?: ServerTlsConfig;
   maxHttpsConnections?: number;
   maxHttpsStreams?: number;
+  maxGrpcConnections?: number;
+  maxGrpcStreams?: number;
   readonly pluginNames: string[] = [];
   readonly handlers: Handler[] = [];
   readonly file: string;
@@ -152,8 +157,8 @@ export class Instance implements InstanceServices {
   private readonly listenersByAddr = new Map<string, ServerListener[]>();
   /** *multisocket*: sockets per address, from the first block on the address that sets it (CoreDNS's group[0]). */
   private readonly socketsOf = new Map<string, number>();
-  /** Per `tls://` and `https://` address: the certificate its blocks share, and the DoH limits. */
-  private readonly secureOf = new Map<string, HttpsListenerOptions>();
+  /** Per `tls://`, `https://` and `grpc://` address: the certificate its blocks share, and the DoH or gRPC limits. */
+  private readonly secureOf = new Map<string, HttpsListenerOptions | GrpcListenerOptions>();
   private readonly hooks: Hooks = { instanceStartup: [], startup: [], shutdown: [], finalShutdown: [], restart: [], restartFailed: [] };
   private readonly sharedValues = new Map<string, unknown>();
   /** Some block has `debug`. */
@@ -257,8 +262,8 @@ export class Instance implements InstanceServices {
     const opcodesByAddr = new Map<string, Set<number>>();
     for (const block of this.blocks) {
       for (const za of block.addrs) {
-        if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https') {
-          // gRPC, DoQ and DoH3 servers are not built (see src/plugin/tls/README.md).
+        if (za.transport !== 'dns' && za.transport !== 'tls' && za.transport !== 'https' && za.transport !== 'grpc') {
+          // DoQ and DoH3 servers are not built: Node.js 24 has no QUIC (see src/plugin/tls/README.md).
           throw new StartupError(`cannot serve ${zoneAddrString(za)} - transport ${za.transport} is not supported by nodens`);
         }
         for (const host of block.listenHosts) {
@@ -377,6 +382,15 @@ export class Instance implements InstanceServices {
           streams = v;
         }
       }
+      if (transport === 'grpc') {
+        // NewServergRPC: both limits are the first block's.
+        this.secureOf.set(addr, {
+          tls: first.block.tls,
+          maxConnections: first.block.maxGrpcConnections ?? DEFAULT_GRPC_MAX_CONNECTIONS,
+          maxStreams: first.block.maxGrpcStreams ?? DEFAULT_GRPC_MAX_STREAMS,
+        });
+        continue;
+      }
       this.secureOf.set(addr, {
         tls: first.block.tls,
         maxConnections: first.block.maxHttpsConnections ?? DEFAULT_HTTPS_MAX_CONNECTIONS,
@@ -422,7 +436,9 @@ export class Instance implements InstanceServices {
         for (let i = 0; i < count; i++) {
           const l = transport === 'https'
             ? new (await dohModule()).DohListener(host, bound, table, secure!)
-            : new DnsListener(host, bound, table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
+            : transport === 'grpc'
+              ? new (await grpcModule()).GrpcListener(host, bound, table, secure!)
+              : new DnsListener(host, bound, table, transport === 'tls' ? { transport: 'tls', tls: secure?.tls } : {});
           await l.listen();
           opened.push(l);
           group.push(l);
@@ -441,6 +457,7 @@ export class Instance implements InstanceServices {
       const secure = this.secureOf.get(addr);
       for (const l of group) {
         if (isDohListener(l)) l.reconfigure(table, secure!);
+        else if (isGrpcListener(l)) l.reconfigure(table, secure!);
         else if (secure?.tls !== undefined && l instanceof DnsListener) l.reconfigure(table, secure.tls);
         else l.table = table;
       }
@@ -511,6 +528,16 @@ async function dohModule(): Promise<typeof import('./doh.ts')> {
 }
 function isDohListener(l: ServerListener): l is DohListener {
   return loadedDoh !== undefined && l instanceof loadedDoh.DohListener;
+}
+
+/** grpc.ts (with node:http2) likewise, when a configuration first has a `grpc://` server. */
+let loadedGrpc: typeof import('./grpc.ts') | undefined;
+async function grpcModule(): Promise<typeof import('./grpc.ts')> {
+  loadedGrpc ??= await import('./grpc.ts');
+  return loadedGrpc;
+}
+function isGrpcListener(l: ServerListener): l is GrpcListener {
+  return loadedGrpc !== undefined && l instanceof loadedGrpc.GrpcListener;
 }
 
 function tracked(f: PluginFactory): PluginFactory {

@@ -61,7 +61,7 @@ export interface ServerListener {
   readonly host: string;
   /** Port actually bound. */
   port: number;
-  /** `dns`, `tls` or `https`. */
+  /** `dns`, `tls`, `https` or `grpc`. */
   readonly transport: string;
   table: ServeTable;
   /** The certificate of a `tls://` or `https://` listener; undefined: not encrypted. */

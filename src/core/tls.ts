@@ -12,6 +12,9 @@ import type { ServerTlsConfig } from '../plugin/plugin.ts';
  */
 export const DEFAULT_HTTPS_MAX_CONNECTIONS = 200;
 export const DEFAULT_HTTPS_MAX_STREAMS = 250;
+/** CoreDNS's DefaultGRPCMaxConnections and DefaultGRPCMaxStreams (core/dnsserver/server_grpc.go). */
+export const DEFAULT_GRPC_MAX_CONNECTIONS = 200;
+export const DEFAULT_GRPC_MAX_STREAMS = 256;
 
 /** The node:tls server options of a block's TLS configuration (`alpn`: the protocols offered, DoH only). */
 export function serverTlsOptions(cfg: ServerTlsConfig, handshakeTimeoutMs: number, alpn?: string[]): tls.TlsOptions {

@@ -108,6 +108,10 @@ export interface BlockConfig {
   maxHttpsConnections?: number;
   /** Set by `https { max_streams }`: concurrent HTTP/2 streams per DoH connection (0: the HTTP/2 default). */
   maxHttpsStreams?: number;
+  /** Set by `grpc_server { max_connections }`: concurrent connections of the gRPC listener (0: unlimited). */
+  maxGrpcConnections?: number;
+  /** Set by `grpc_server { max_streams }`: concurrent streams per gRPC connection (0: unlimited). */
+  maxGrpcStreams?: number;
   /** Names of the plugins of this block in chain order (filled after setup). */
   readonly pluginNames: string[];
   /** The block's handlers in chain order (filled after setup; read them in startup hooks). */
