@@ -1,7 +1,7 @@
 // Start to first answer and idle memory: nodens vs CoreDNS, runs alternated so that load on a shared machine
 // falls on both alike; also a bare Node process (Node's own floor).
 //
-//   node bench/startup-memory.ts [--runs N] [--corefiles quickstart,kubeadm] [--servers nodens,coredns,node]
+//   node bench/startup-memory.ts [--runs N] [--corefiles hosts,quickstart,kubeadm] [--servers nodens,coredns,node]
 //   NODENS_BASE_BIN=<another checkout>/bin/nodens ... --servers nodens,base,coredns   (A/B of two builds)
 //   NODENS_BINS=a=/path/to/bin,b=/other/bin ... --servers a,b,coredns                 (any number of named builds)
 //
@@ -14,7 +14,13 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady } from '../test/conformance/lib/servers.ts';
 
-const COREFILES: Record<string, { text: (up: number) => string; probe: string }> = {
+const COREFILES: Record<string, { text: (up: number) => string; probe: string; files?: Record<string, string> }> = {
+  // bench/run.ts's hosts scenario: one zone answered from a hosts file of 300 names
+  hosts: {
+    text: () => 'bench.test {\n    hosts hosts.txt\n}\n',
+    probe: 'h0.bench.test. A',
+    files: { 'hosts.txt': Array.from({ length: 300 }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n' },
+  },
   quickstart: {
     text: () => readFileSync(path.join(REPO, 'examples/Corefile.quickstart'), 'utf8').replace('.:1053 {', '. {'),
     probe: 'www.example.org. A',
@@ -73,7 +79,7 @@ async function main(): Promise<void> {
     return i >= 0 ? args[i + 1] : dflt;
   };
   const runs = Number(opt('--runs', '5'));
-  const corefiles = opt('--corefiles', 'quickstart,kubeadm').split(',');
+  const corefiles = opt('--corefiles', 'hosts,quickstart,kubeadm').split(',');
   const servers = opt('--servers', 'nodens,coredns,node').split(',');
   const bins: Record<string, string> = { coredns: referenceBinary(), nodens: nodensBinary() ?? '', base: process.env.NODENS_BASE_BIN ?? '' };
   for (const kv of (process.env.NODENS_BINS ?? '').split(',').filter((x) => x !== '')) {
@@ -95,6 +101,7 @@ async function main(): Promise<void> {
           };
           const conf = path.join(tmp, `Corefile.${cf}`);
           writeFileSync(conf, COREFILES[cf].text(up.port));
+          for (const [name, text] of Object.entries(COREFILES[cf].files ?? {})) writeFileSync(path.join(tmp, name), text);
           let argv: string[];
           if (server === 'node') {
             const node = path.join(REPO, 'node_modules/node/bin/node');

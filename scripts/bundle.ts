@@ -1,31 +1,39 @@
 // Bundles the `nodens` command (src/cli/bin.ts) into dist/bundle/ with esbuild: what bin/nodens runs.
 //
-// Why: Node's ESM loader pays per module (resolution, package.json lookups, linking), and a server's start loaded
-// ~150 of them (dist/ from tsc, prom-client, re2js, js-yaml). The bundle is a handful of files. Code splitting keeps
-// what a start does not need out of the first chunk: each plugin (src/plugin/index.ts imports it on first use), the
-// metrics definitions, the subcommands (doctor, validate, node-cache) and the -workers primary stay chunks loaded by
-// their dynamic import(). @kubernetes/client-node (and mmdb-lib, read by geoip) stay outside the bundle: they are
-// loaded from node_modules by the plugin that needs them.
+// Why: Node's module loaders pay per module (resolution, package.json lookups, reading, linking), and a server's
+// start loaded ~150 of them (dist/ from tsc, prom-client, re2js, js-yaml). The bundle is one CommonJS file,
+// dist/bundle/nodens.js (dist/bundle/package.json says `"type": "commonjs"`, so the path stays the one bin/nodens,
+// the image's entrypoint and the docs name). One file and not ES module chunks: esbuild wraps every module that
+// the entry does not need at once (each plugin, which src/plugin/index.ts imports on first use, the subcommands, the
+// -workers primary, the metrics definitions) in a lazy initializer, and in CommonJS output a module's require() of
+// a builtin sits inside that initializer, so node:http2, node:tls, node:child_process... load only with the plugin
+// that uses them. (ES module output must hoist every `import` of a builtin to the top of the file, which is why the
+// ES module bundle had to be code-split; its 37 chunks for the hosts-only start cost ~15 ms of the ESM loader, see
+// docs/performance-notes.md.) @kubernetes/client-node (and mmdb-lib, read by geoip) stay outside the bundle: they
+// are loaded from node_modules by the plugin that needs them, through import().
 //
 // tsc still builds dist/ for the library export (`import … from 'nodens'`) and its .d.ts; NODENS_BUNDLE=0 makes
-// bin/nodens run dist/cli/bin.js (one module per source file) instead.
+// bin/nodens run dist/cli/bin.js (one ES module per source file) instead.
 //
-//   node scripts/bundle.ts          (npm run build runs it after tsc)
-//   BUNDLE_SPLIT=0 BUNDLE_DIR=bundle1 node scripts/bundle.ts   (for A/B runs: one file, without code splitting,
-//                                   in dist/bundle1/; measured slower to start for the quickstart Corefile)
+//   node scripts/bundle.ts                         (npm run build runs it after tsc)
+//   BUNDLE_FORMAT=esm BUNDLE_DIR=bundle-esm node scripts/bundle.ts
+//                     (for A/B runs: the earlier code-split ES module bundle, in dist/bundle-esm/; its entry is
+//                     nodens.js there too)
 import { build, type Plugin } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(import.meta.dirname, '..');
 const outdir = path.join(root, 'dist', process.env.BUNDLE_DIR ?? 'bundle');
+const esm = process.env.BUNDLE_FORMAT === 'esm';
 
 /**
  * Three modules find a file of the package relative to their own URL (src/version.ts: ../package.json,
  * src/core/directives.ts: ../../coredns.version, src/native/index.ts: ../../build/native/<name>.node). In the bundle
- * their code runs from a chunk in dist/bundle/, so `import.meta.url` in every module of ours is replaced by the URL
- * its tsc output has in dist/ (same depth below the package root as its source under src/): those relative paths
- * keep working, from wherever the package is installed.
+ * their code runs from dist/bundle/, so `import.meta.url` in every module of ours is replaced by the URL its tsc
+ * output has in dist/ (same depth below the package root as its source under src/): those relative paths keep
+ * working, from wherever the package is installed. In CommonJS output that URL is made from __dirname by
+ * `__nodensModuleUrl` (the banner defines it: a module's own `require` may be shadowed, native/index.ts's is).
  */
 const moduleUrlAsInDist: Plugin = {
   name: 'module-url-as-in-dist',
@@ -35,23 +43,36 @@ const moduleUrlAsInDist: Plugin = {
       let text = await readFile(args.path, 'utf8');
       if (text.includes('import.meta.url')) {
         const distFile = path.relative(root, args.path).replace(/^src\//, 'dist/').replace(/\.ts$/, '.js');
-        // dist/bundle/<chunk>.js -> the package root is two levels up.
-        const expr = `new URL(${JSON.stringify(`../../${distFile}`)}, import.meta.url).href`;
-        text = text.replaceAll('import.meta.url', expr);
+        // dist/bundle/<file>.js -> the package root is two levels up.
+        const rel = JSON.stringify(`../../${distFile}`);
+        text = text.replaceAll('import.meta.url', esm ? `new URL(${rel}, import.meta.url).href` : `__nodensModuleUrl(${rel})`);
       }
+      if (!esm) text = withoutTopLevelAwait(args.path, text);
       return { contents: text, loader: 'ts' };
     });
   },
 };
 
 /**
- * node:http, node:https, node:http2 and node:crypto are loaded with require(), not `import`: an ES module import
- * of a builtin goes through Node's ESM facade, which reads every export once, lazy getters included. For node:http
- * that loads undici (its WebSocket, MessageEvent... getters): measured alone, `import 'node:http'` costs ~95 ms CPU
- * and 17 MB RSS against ~14 ms and 4 MB for require('node:http'); `import 'node:crypto'` loads webcrypto likewise.
- * Each static import of these becomes a small CommonJS module `module.exports = require('node:x')`, so esbuild's
- * interop reads a named export where it is used, never all of them at load. Only these four: routing every builtin
- * so cost the hosts-only server 4.7 MiB more idle RSS (measured, cause not found), these four none.
+ * CommonJS has no top-level await, and one module of the bundle has one: src/plugin/pkg/metrics.ts loads
+ * prom-client's AggregatorRegistry in a -workers worker with `await import(…)`. In the bundle that becomes a
+ * require() of the bundled copy (the same module, evaluated at the same point). A change to that line fails the
+ * build here rather than leaving the bundle without it.
+ */
+function withoutTopLevelAwait(file: string, text: string): string {
+  if (!file.endsWith('/src/plugin/pkg/metrics.ts')) return text;
+  const from = "const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');";
+  if (!text.includes(from)) throw new Error(`scripts/bundle.ts: ${file} no longer has the line it rewrites: ${from}`);
+  return text.replace(from, "const AggregatorRegistry: typeof import('prom-client/lib/cluster.js') = require('prom-client/lib/cluster.js');");
+}
+
+/**
+ * (ES module output only.) node:http, node:https, node:http2 and node:crypto are loaded with require(), not
+ * `import`: an ES module import of a builtin goes through Node's ESM facade, which reads every export once, lazy
+ * getters included. For node:http that loads undici (its WebSocket, MessageEvent... getters): measured alone,
+ * `import 'node:http'` costs ~95 ms CPU and 17 MB RSS against ~14 ms and 4 MB for require('node:http'). Each static
+ * import of these becomes a small CommonJS module `module.exports = require('node:x')`, so esbuild's interop reads
+ * a named export where it is used, never all of them at load. CommonJS output requires every builtin anyway.
  */
 const builtinsThroughRequire: Plugin = {
   name: 'builtins-through-require',
@@ -69,8 +90,8 @@ const result = await build({
   entryPoints: { nodens: 'src/cli/bin.ts' },
   outdir,
   bundle: true,
-  splitting: process.env.BUNDLE_SPLIT !== '0',
-  format: 'esm',
+  splitting: esm,
+  format: esm ? 'esm' : 'cjs',
   platform: 'node',
   target: 'node24',
   // Linked maps with the sources inlined (the package ships no src/): `node --enable-source-maps` (or
@@ -82,13 +103,20 @@ const result = await build({
   minifySyntax: true,
   legalComments: 'eof',
   external: ['@kubernetes/client-node', 'mmdb-lib'],
-  // CommonJS dependencies (prom-client) call require() for Node's builtins: give the ES module chunks one.
-  banner: { js: "import { createRequire as __nodensRequire } from 'node:module'; const require = __nodensRequire(import.meta.url);" },
+  banner: {
+    js: esm
+      // CommonJS dependencies (prom-client) call require() for Node's builtins: give the ES module chunks one.
+      ? "import { createRequire as __nodensRequire } from 'node:module'; const require = __nodensRequire(import.meta.url);"
+      : 'var __nodensModuleUrl = (p) => require("node:url").pathToFileURL(require("node:path").join(__dirname, p)).href;',
+  },
   chunkNames: '[name]-[hash]',
-  plugins: [moduleUrlAsInDist, builtinsThroughRequire],
+  plugins: esm ? [moduleUrlAsInDist, builtinsThroughRequire] : [moduleUrlAsInDist],
   metafile: true,
   logLevel: 'warning',
 });
+// The package is "type": "module"; the CommonJS bundle's .js files are CommonJS by this nearer package.json.
+mkdirSync(outdir, { recursive: true });
+if (!esm) writeFileSync(path.join(outdir, 'package.json'), '{ "type": "commonjs" }\n');
 
 const outputs = Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js'));
 const bytes = outputs.reduce((n, [, o]) => n + o.bytes, 0);

@@ -1,6 +1,9 @@
 // The first module `bin/nodens` runs: refuses a Node.js too old for nodens with
 // a plain message, before any module that needs Node 24 is loaded (static
-// imports would be evaluated before a check written in main.ts).
+// imports would be evaluated before a check written in main.ts). No top-level
+// await here or in main.ts: the bundle bin/nodens runs is CommonJS
+// (scripts/bundle.ts), and a rejection still ends the process as an uncaught
+// exception does.
 
 const MIN_NODE_MAJOR = 24;
 const major = Number(process.versions.node.split('.')[0]);
@@ -9,4 +12,4 @@ if (!(major >= MIN_NODE_MAJOR)) {
     + 'Install Node.js 24 LTS, or put a newer `node` first on PATH.\n');
   process.exit(1);
 }
-await import('./main.ts');
+void import('./main.ts');

@@ -90,4 +90,4 @@ function parseWorkers(v: string): number {
   return n === 0 ? availableParallelism() : n;
 }
 
-await main(process.argv.slice(2));
+void main(process.argv.slice(2));

@@ -161,7 +161,9 @@ export class DnsListener implements ServerListener {
   private bindUdp(family: 4 | 6): Promise<void> {
     if (this.port === 0) this.requestedPortZero = true;
     // The addon binds IP literals only (anything else, which the listen addresses never are, goes to dgram).
-    const addon = net.isIP(this.bindHost(family).split('%')[0]!) !== 0 ? udpAddon() : undefined;
+    // The wildcards are literals without asking net.isIP: its IPv6 pattern costs ~6 ms of start to compile.
+    const bound = this.bindHost(family).split('%')[0]!;
+    const addon = bound === '::' || bound === '0.0.0.0' || net.isIP(bound) !== 0 ? udpAddon() : undefined;
     // Which UDP path serves (CoreDNS prints nothing at start: a debug line only, with the `debug` plugin).
     this.table.log.debug(`udp ${this.bindHost(family)}:${this.port}: ${addon !== undefined || udpAddon() === undefined ? udpPath() : 'node:dgram (not an IP literal)'}`);
     if (addon !== undefined) {
@@ -254,7 +256,10 @@ export class DnsListener implements ServerListener {
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('Listen', 'tcp', this.host, this.port, err)); };
       server.once('error', onError);
-      server.listen({ port: this.port, host: this.bindHost(family), reusePort: true, ipv6Only: false }, () => {
+      // The IPv6 wildcard as no host at all: Node then binds `::` (dual-stack; `0.0.0.0` where the host has no
+      // IPv6), as with host '::', without the dns.lookup of '::' whose net.isIP compiles the IPv6 pattern at start.
+      const where = this.host === '' && family === 6 ? {} : { host: this.bindHost(family) };
+      server.listen({ port: this.port, ...where, reusePort: true, ipv6Only: false }, () => {
         server.removeListener('error', onError);
         server.on('error', () => { /* accept errors: keep serving */ });
         if (this.port === 0 || this.transport === 'tls') this.port = (server.address() as net.AddressInfo).port;

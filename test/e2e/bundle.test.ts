@@ -1,6 +1,6 @@
-// The bundle that bin/nodens runs (dist/bundle/, scripts/bundle.ts; `npm run build` makes it): it starts and
-// answers, plugins loaded lazily from their own chunks work, the files found relative to a module (package.json,
-// coredns.version, build/native/) are still found from a chunk, and the subcommands run from it.
+// The bundle that bin/nodens runs (dist/bundle/nodens.js, scripts/bundle.ts; `npm run build` makes it): it starts
+// and answers, plugins initialized lazily work, the files found relative to a module (package.json,
+// coredns.version, build/native/) are still found from the bundle, and the subcommands run from it.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +8,6 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BIN, ROOT, startProcess } from '../helpers/server.ts';
 import { dig, status } from '../helpers/dig.ts';
 import { COREDNS_VERSION, NODENS_VERSION } from '../../src/version.ts';
@@ -16,45 +15,51 @@ import { COREDNS_VERSION, NODENS_VERSION } from '../../src/version.ts';
 const BUNDLE = join(ROOT, 'dist', 'bundle');
 const ENTRY = join(BUNDLE, 'nodens.js');
 
-test('npm run build made the bundle: an entry and its chunks, with source maps', () => {
+test('npm run build made the bundle: one CommonJS file with its source map', () => {
   assert.ok(existsSync(ENTRY), `${ENTRY} is missing: run \`npm run build\``);
-  const files = readdirSync(BUNDLE);
-  const js = files.filter((f) => f.endsWith('.js'));
-  assert.ok(js.length > 10, `code splitting: ${js.length} files`);
-  for (const f of js) assert.ok(files.includes(`${f}.map`), `no source map for ${f}`);
-  // The maps point at the TypeScript sources.
+  const js = readdirSync(BUNDLE).filter((f) => f.endsWith('.js'));
+  assert.deepEqual(js, ['nodens.js']);
+  // The package is "type": "module"; dist/bundle/package.json makes the bundle's .js CommonJS.
+  assert.deepEqual(JSON.parse(readFileSync(join(BUNDLE, 'package.json'), 'utf8')), { type: 'commonjs' });
+  // The map points at the TypeScript sources.
   const map = JSON.parse(readFileSync(join(BUNDLE, 'nodens.js.map'), 'utf8')) as { sources: string[] };
   assert.ok(map.sources.some((s) => s.endsWith('src/cli/bin.ts')), map.sources.join(' '));
-  // @kubernetes/client-node stays in node_modules, imported by the kubernetes plugin's chunk only.
-  const importers = js.filter((f) => readFileSync(join(BUNDLE, f), 'utf8').includes('"@kubernetes/client-node"'));
-  assert.equal(importers.length, 1, importers.join(' '));
-  assert.notEqual(importers[0], 'nodens.js');
-  // node:http(s/2) and node:crypto are never imported as ES modules (scripts/bundle.ts: that loads undici and
-  // webcrypto), only required; the other builtins keep their imports.
-  let required = 0;
-  for (const f of js) {
-    const text = readFileSync(join(BUNDLE, f), 'utf8');
-    assert.doesNotMatch(text, /\bfrom\s*["']node:(https?|http2|crypto)["']/, f);
-    required += [...text.matchAll(/__require\("node:(https?|http2|crypto)"\)/g)].length;
-  }
-  assert.ok(required >= 3, `require() of node:http, https, crypto: ${required}`);
+  // @kubernetes/client-node stays in node_modules, imported (never required: it is an ES module) by the plugin.
+  const text = readFileSync(ENTRY, 'utf8');
+  assert.equal([...text.matchAll(/import\("@kubernetes\/client-node"\)/g)].length, 1);
+  assert.doesNotMatch(text, /require\("@kubernetes\/client-node"\)/);
 });
 
-test('the module URLs rewritten for a chunk name files that exist (tsc\'s dist/ twin of each module)', () => {
+test('the plugins a start does not use stay unloaded: a quickstart Corefile loads no node:http(s/2), tls, crypto, zlib', () => {
+  // Every plugin is in the one file, each behind its lazy initializer with its own require()s of Node's builtins:
+  // `validate` sets up the Corefile's plugins (hosts, whoami, log, errors) as a start does; a preloaded script lists
+  // the builtins loaded by then.
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-bundle-'));
+  const conf = join(dir, 'Corefile');
+  writeFileSync(conf, '.:1053 {\n  bind 127.0.0.1\n  hosts {\n    192.0.2.10 www.example.org\n    fallthrough\n  }\n  whoami\n  log\n  errors\n}\n');
+  const preload = join(dir, 'builtins.cjs');
+  writeFileSync(preload, "process.on('exit', () => { process.stderr.write('BUILTINS ' + process.moduleLoadList.join(',') + '\\n'); });\n");
+  const r = spawnSync(process.execPath, ['-r', preload, ENTRY, 'validate', '-conf', conf], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const line = /^BUILTINS (.*)$/m.exec(r.stderr)?.[1] ?? '';
+  const loaded = new Set(line.split(',').filter((m) => m.startsWith('NativeModule ')).map((m) => m.slice('NativeModule '.length)));
+  assert.ok(loaded.has('dgram') && loaded.has('net'), `the listeners' builtins: ${[...loaded].join(' ')}`);
+  for (const m of ['http', 'https', 'http2', 'tls', 'crypto', 'zlib']) assert.ok(!loaded.has(m), `node:${m} loaded`);
+});
+
+test('the module URLs rewritten in the bundle name files that exist (tsc\'s dist/ twin of each module)', () => {
+  const text = readFileSync(ENTRY, 'utf8');
   let seen = 0;
-  for (const f of readdirSync(BUNDLE).filter((x) => x.endsWith('.js'))) {
-    const text = readFileSync(join(BUNDLE, f), 'utf8');
-    for (const m of text.matchAll(/new URL\("(\.\.\/\.\.\/dist\/[^"]+)",import\.meta\.url\)/g)) {
-      const target = fileURLToPath(new URL(m[1]!, pathToFileURL(join(BUNDLE, f))));
-      assert.ok(existsSync(target), `${f}: ${m[1]} -> ${target}`);
-      seen++;
-    }
+  for (const m of text.matchAll(/__nodensModuleUrl\("(\.\.\/\.\.\/dist\/[^"]+)"\)/g)) {
+    const target = join(BUNDLE, m[1]!);
+    assert.ok(existsSync(target), `${m[1]} -> ${target}`);
+    seen++;
   }
-  // version.ts and core/directives.ts at least (native/index.ts too once a module of the start uses an addon).
-  assert.ok(seen >= 2, `rewritten module URLs: ${seen}`);
+  // version.ts, core/directives.ts and native/index.ts.
+  assert.ok(seen >= 3, `rewritten module URLs: ${seen}`);
 });
 
-test('bin/nodens runs the bundle: -version reads package.json and coredns.version from a chunk', () => {
+test('bin/nodens runs the bundle: -version reads package.json and coredns.version from it', () => {
   const out = execFileSync(BIN, ['-version'], { encoding: 'utf8' });
   assert.equal(out, `CoreDNS-${COREDNS_VERSION}\n${out.split('\n')[1]}\n`);
   assert.match(out, new RegExp(`, nodens-${NODENS_VERSION.replaceAll('.', '\\.')}\\n$`));
