@@ -8,9 +8,9 @@ import { channel } from 'node:diagnostics_channel';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
-import type tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
-import { clientAllowed, serverTlsOptions } from './tls.ts';
+import { serverTlsOptions } from './tls.ts';
+import { Inflight, listenTcp, listenWildcard, watchTlsServer } from './http-listen.ts';
 import { GRACEFUL_STOP_MS, TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, type ServerListener } from './listener.ts';
 import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '../plugin/plugin.ts';
 import { plainAddress } from '../wire/ip.ts';
@@ -48,8 +48,7 @@ export class DohListener implements ServerListener {
   private server: http.Server | http2.Http2SecureServer | undefined;
   private readonly opts: HttpsListenerOptions;
   private readonly sockets = new Set<net.Socket>();
-  private inflight = 0;
-  private idleWaiters: Array<() => void> = [];
+  private readonly inflight = new Inflight();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -59,21 +58,11 @@ export class DohListener implements ServerListener {
     this.opts = opts;
   }
 
-  async listen(): Promise<void> {
-    const isV6 = this.host.includes(':') || this.host === '';
-    try {
-      await this.bind(isV6 ? '::' : '0.0.0.0');
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
-        await this.bind('0.0.0.0');
-        return;
-      }
-      throw e;
-    }
+  listen(): Promise<void> {
+    return listenWildcard(this.host, (wildcard) => this.bind(wildcard));
   }
 
-  private bind(wildcard: string): Promise<void> {
+  private async bind(wildcard: string): Promise<void> {
     const t = this.table;
     const readMs = t.readTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     const idleMs = t.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
@@ -97,11 +86,7 @@ export class DohListener implements ServerListener {
       h1.keepAliveTimeout = idleMs;
       // An HTTP/2 connection with no activity for the idle time is closed (Go's IdleTimeout).
       s.setTimeout(idleMs);
-      s.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
-      s.on('secureConnection', (socket: tls.TLSSocket) => {
-        if (!clientAllowed(this.tlsConfig ?? cfg, socket)) socket.destroy();
-      });
-      s.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
+      watchTlsServer(s, () => this.tlsConfig, cfg);
       server = s;
     }
     if (this.opts.maxConnections > 0) server.maxConnections = this.opts.maxConnections;
@@ -113,16 +98,7 @@ export class DohListener implements ServerListener {
       socket.once('close', () => { this.sockets.delete(socket); });
     });
     this.server = server;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error): void => { reject(listenError(this.host, this.port, err)); };
-      server.once('error', onError);
-      server.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
-        server.removeListener('error', onError);
-        server.on('error', () => { /* accept errors: keep serving */ });
-        this.port = (server.address() as net.AddressInfo).port;
-        resolve();
-      });
-    });
+    this.port = await listenTcp(server, this.host, this.port, wildcard);
   }
 
   private readonly onRequest = (req: AnyRequest, res: AnyResponse): void => {
@@ -181,7 +157,7 @@ export class DohListener implements ServerListener {
       this.reply(res, sink.wire);
       return;
     }
-    this.inflight++;
+    this.inflight.begin();
     p.then(() => { this.done(); this.reply(res, sink.wire); }, () => { this.done(); this.reply(res, sink.wire); });
   }
 
@@ -207,11 +183,7 @@ export class DohListener implements ServerListener {
   }
 
   private done(): void {
-    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const f of w) f();
-    }
+    this.inflight.end();
   }
 
   /** Take a new configuration's certificate and limits (a reload keeps the socket). */
@@ -234,12 +206,7 @@ export class DohListener implements ServerListener {
     if (s === undefined) return;
     const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
     if ('closeIdleConnections' in s) s.closeIdleConnections();
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, graceMs);
-        this.idleWaiters.push(() => { clearTimeout(t); resolve(); });
-      });
-    }
+    await this.inflight.drained(graceMs);
     for (const sock of this.sockets) sock.destroy();
     await closed;
   }
@@ -460,12 +427,3 @@ export function maxAge(b: Uint8Array, now: number): number {
   return minTtl;
 }
 
-function listenError(host: string, port: number, err: Error): Error {
-  const h = host.includes(':') ? `[${host}]` : host;
-  const code = (err as NodeJS.ErrnoException).code;
-  const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
-    : code === 'EACCES' ? 'bind: permission denied'
-      : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
-        : err.message;
-  return Object.assign(new Error(`Listen: listen tcp ${h}:${port}: ${reason}`), { code });
-}

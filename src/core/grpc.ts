@@ -12,9 +12,9 @@
 
 import http2 from 'node:http2';
 import net from 'node:net';
-import type tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
-import { clientAllowed, serverTlsOptions } from './tls.ts';
+import { serverTlsOptions } from './tls.ts';
+import { Inflight, listenTcp, listenWildcard, watchTlsServer } from './http-listen.ts';
 import { GRACEFUL_STOP_MS, type ServerListener } from './listener.ts';
 import type { ServerTlsConfig } from '../plugin/plugin.ts';
 import { plainAddress } from '../wire/ip.ts';
@@ -61,8 +61,7 @@ export class GrpcListener implements ServerListener {
   private opts: GrpcListenerOptions;
   private readonly sockets = new Set<net.Socket>();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
-  private inflight = 0;
-  private idleWaiters: Array<() => void> = [];
+  private readonly inflight = new Inflight();
 
   constructor(host: string, port: number, table: ServeTable, opts: GrpcListenerOptions) {
     this.host = host;
@@ -72,18 +71,8 @@ export class GrpcListener implements ServerListener {
     this.opts = opts;
   }
 
-  async listen(): Promise<void> {
-    const isV6 = this.host.includes(':') || this.host === '';
-    try {
-      await this.bind(isV6 ? '::' : '0.0.0.0');
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (this.host === '' && isV6 && (code === 'EAFNOSUPPORT' || code === 'EADDRNOTAVAIL')) {
-        await this.bind('0.0.0.0');
-        return;
-      }
-      throw e;
-    }
+  listen(): Promise<void> {
+    return listenWildcard(this.host, (wildcard) => this.bind(wildcard));
   }
 
   private settings(): http2.Settings {
@@ -91,7 +80,7 @@ export class GrpcListener implements ServerListener {
     return this.opts.maxStreams > 0 ? { maxConcurrentStreams: this.opts.maxStreams } : {};
   }
 
-  private bind(wildcard: string): Promise<void> {
+  private async bind(wildcard: string): Promise<void> {
     const cfg = this.tlsConfig;
     let server: http2.Http2Server | http2.Http2SecureServer;
     if (cfg === undefined) {
@@ -99,11 +88,7 @@ export class GrpcListener implements ServerListener {
     } else {
       // CoreDNS sets NextProtos to h2 alone: gRPC needs HTTP/2.
       const s = http2.createSecureServer({ ...serverTlsOptions(cfg, grpcServerTimeouts.handshakeMs, ['h2']), settings: this.settings() });
-      s.on('keylog', (line: Buffer) => { this.tlsConfig?.keyLog?.(line); });
-      s.on('secureConnection', (socket: tls.TLSSocket) => {
-        if (!clientAllowed(this.tlsConfig ?? cfg, socket)) socket.destroy();
-      });
-      s.on('tlsClientError', () => { /* failed handshake: the socket is closed */ });
+      watchTlsServer(s, () => this.tlsConfig, cfg);
       server = s;
     }
     server.on('error', () => { /* errors of one connection: it closes */ });
@@ -125,16 +110,7 @@ export class GrpcListener implements ServerListener {
     // a connection reaches the HTTP/2 server only when it has a slot.
     const front = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => { this.accept(socket); });
     this.front = front;
-    return new Promise((resolve, reject) => {
-      const onError = (err: Error): void => { reject(listenError(this.host, this.port, err)); };
-      front.once('error', onError);
-      front.listen({ port: this.port, host: this.host === '' ? wildcard : this.host, reusePort: true, ipv6Only: false }, () => {
-        front.removeListener('error', onError);
-        front.on('error', () => { /* accept errors: keep serving */ });
-        this.port = (front.address() as net.AddressInfo).port;
-        resolve();
-      });
-    });
+    this.port = await listenTcp(front, this.host, this.port, wildcard);
   }
 
   private accept(socket: net.Socket): void {
@@ -221,7 +197,7 @@ export class GrpcListener implements ServerListener {
       respond(stream, replyType, sink.wire ?? msg);
       return;
     }
-    this.inflight++;
+    this.inflight.begin();
     const done = (): void => { this.done(); respond(stream, replyType, sink.wire ?? msg); };
     p.then(done, done);
   }
@@ -242,11 +218,7 @@ export class GrpcListener implements ServerListener {
   }
 
   private done(): void {
-    if (--this.inflight === 0 && this.idleWaiters.length > 0) {
-      const w = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const f of w) f();
-    }
+    this.inflight.end();
   }
 
   /** Take a new configuration's certificate and limits (a reload keeps the socket). */
@@ -278,12 +250,7 @@ export class GrpcListener implements ServerListener {
     for (const session of this.sessions) {
       try { session.close(); } catch { /* already closing */ }
     }
-    if (this.inflight > 0) {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, graceMs);
-        this.idleWaiters.push(() => { clearTimeout(t); resolve(); });
-      });
-    }
+    await this.inflight.drained(graceMs);
     for (const sock of this.sockets) sock.destroy();
     await closed;
   }
@@ -452,12 +419,3 @@ function respond(stream: http2.ServerHttp2Stream, contentType: string, wire: Uin
   }
 }
 
-function listenError(host: string, port: number, err: Error): Error {
-  const h = host.includes(':') ? `[${host}]` : host;
-  const code = (err as NodeJS.ErrnoException).code;
-  const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
-    : code === 'EACCES' ? 'bind: permission denied'
-      : code === 'EADDRNOTAVAIL' ? 'bind: cannot assign requested address'
-        : err.message;
-  return Object.assign(new Error(`Listen: listen tcp ${h}:${port}: ${reason}`), { code });
-}

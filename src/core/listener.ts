@@ -615,7 +615,7 @@ class TcpConnection implements ReplySink {
   }
 }
 
-function listenError(op: string, proto: string, host: string, port: number, err: Error): Error {
+export function listenError(op: string, proto: string, host: string, port: number, err: Error): Error {
   const h = host.includes(':') ? `[${host}]` : host;
   const code = (err as NodeJS.ErrnoException).code;
   const reason = code === 'EADDRINUSE' ? 'bind: address already in use'
