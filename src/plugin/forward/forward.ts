@@ -13,7 +13,7 @@ import { decodeMessage } from '../../wire/decode.ts';
 import type { Message } from '../../wire/types.ts';
 import { replyTo } from '../../wire/message.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { nameMatches } from '../pkg/zones.ts';
+import { fromMatches } from '../pkg/zones.ts';
 import { SingleFlight } from '../pkg/singleflight.ts';
 import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { Proxy, type ExchangeInfo, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
@@ -241,11 +241,7 @@ export class Forward implements UpstreamControl {
   // --- serving ------------------------------------------------------------------------------------
 
   private match(name: string): boolean {
-    if (!nameMatches(this.opts.from, name)) return false;
-    if (name === this.opts.from) return true;
-    const ig = this.opts.ignored;
-    for (let i = 0; i < ig.length; i++) if (nameMatches(ig[i]!, name)) return false;
-    return true;
+    return fromMatches(this.opts.from, this.opts.ignored, name);
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {

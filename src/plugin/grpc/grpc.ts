@@ -17,7 +17,7 @@ import { Rcode, rcodeToString } from '../../wire/constants.ts';
 import { hasCompressionPointer } from '../../wire/scan.ts';
 import { decodeDnsPacket, decodeGrpcMessage, grpcFrame, GRPC_PATH, MAX_PAYLOAD } from '../../wire/grpc.ts';
 import { nextOrFailure } from '../pkg/next.ts';
-import { nameMatches } from '../pkg/zones.ts';
+import { fromMatches } from '../pkg/zones.ts';
 import type { Fall } from '../pkg/fall.ts';
 import type { CounterVec, HistogramChild, CounterChild } from '../pkg/vec.ts';
 import type { GrpcMetrics } from './metrics.ts';
@@ -299,11 +299,7 @@ export class Grpc implements Handler {
   }
 
   private match(name: string): boolean {
-    if (!nameMatches(this.opts.from, name)) return false;
-    if (name === this.opts.from) return true;
-    const ig = this.opts.ignored;
-    for (let i = 0; i < ig.length; i++) if (nameMatches(ig[i]!, name)) return false;
-    return true;
+    return fromMatches(this.opts.from, this.opts.ignored, name);
   }
 
   serveDNS(req: Request, w: ResponseWriter): HandlerResult {

@@ -18,6 +18,17 @@ export function nameMatches(n: string, child: string): boolean {
 }
 
 /**
+ * Whether `name` is served by a forwarding plugin for zone `from` with `except` zones `ignored` (CoreDNS's
+ * forward.match and grpc.match): at or below `from`, and not at or below an excepted zone unless it is `from`.
+ */
+export function fromMatches(from: string, ignored: readonly string[], name: string): boolean {
+  if (!nameMatches(from, name)) return false;
+  if (name === from) return true;
+  for (let i = 0; i < ignored.length; i++) if (nameMatches(ignored[i]!, name)) return false;
+  return true;
+}
+
+/**
  * CoreDNS dnsutil.TrimZone: `q` (a FQDN) without the labels of `z` and the dot before them, case
  * kept; undefined when `q` has no more labels than `z` (CoreDNS's "overshot qname" error). Used by
  * k8s_external and autopath.
