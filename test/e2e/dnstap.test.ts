@@ -90,8 +90,12 @@ dead.test.:${port} {
   return { full: readFstrmFile(capFull.out), tcp: readFstrmFile(capTcp.out), replies };
 }
 
-/** The frames as comparable text: times checked then masked, ephemeral ports masked, message IDs kept. */
+/** The frames as comparable text: times checked then masked, ephemeral ports masked, message IDs kept.
+ * Grouped by query (its DNS ID, or the type and name of `extra` on the tap without messages) with a stable
+ * sort, so each query's own messages keep their order: both servers write the reply before queueing its
+ * CLIENT_RESPONSE, so the client's next query can be tapped first. */
 function normalise(frames: Buffer[], upstreamPort: number): string[] {
+  const idOf = (line: string): string => /_message=([0-9a-f]{4})/.exec(line)?.[1] ?? /extra="(\S+ \S+)/.exec(line)?.[1] ?? '';
   return frames.map((f) => {
     const d = decodeTap(f);
     const msg = d.message.map(([k, v]) => {
@@ -109,7 +113,7 @@ function normalise(frames: Buffer[], upstreamPort: number): string[] {
     });
     const top = d.top.map(([k, v]) => `${k}=${Buffer.isBuffer(v) ? JSON.stringify(v.toString()) : String(v)}`);
     return [...top, ...msg].join(' ').replaceAll(`127.0.0.1:${upstreamPort}`, '127.0.0.1:<upstream>');
-  });
+  }).map((line, i) => ({ line, i })).sort((a, b) => idOf(a.line).localeCompare(idOf(b.line)) || a.i - b.i).map((e) => e.line);
 }
 
 test('dnstap: nodens emits what CoreDNS 1.15.0 emits (client and forwarder messages, full and extra, unix and tcp)', { timeout: 180_000 }, async () => {
