@@ -71,10 +71,12 @@ test('npm pack: the built library, bin, docs and license; no tests, benchmarks, 
   assert.match(readFileSync(join(ROOT, 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0/);
   // Measured 2026-11-23: 1448 files, 2.16 MB packed, 8.2 MB unpacked (dist/ 1178 of them, with inlined-source maps,
   // of which dist/bundle/ 270 then: what bin/nodens runs, chunks and their maps; docs/api 155). Since the bundle
-  // became one CommonJS file, dist/bundle/ holds 3 (nodens.js, its map, package.json).
+  // became one CommonJS file, dist/bundle/ holds 3 (nodens.js, its map, package.json). 2026-11-24, after gRPC,
+  // dynupdate, proxyproto and Go's full text/template: 1300 files, 2.50 MB packed, 9.5 MB unpacked. The bounds
+  // catch an accident (tests, node_modules or a build cache shipped), with room for the code still to come.
   assert.ok(listed.length >= 700 && listed.length <= 1700, `file count ${listed.length}`);
-  assert.ok(info.size < 2_500_000, `packed size ${info.size}`);
-  assert.ok(info.unpackedSize < 10_000_000, `unpacked size ${info.unpackedSize}`);
+  assert.ok(info.size < 3_200_000, `packed size ${info.size}`);
+  assert.ok(info.unpackedSize < 12_500_000, `unpacked size ${info.unpackedSize}`);
 });
 
 test('installed into a fresh project: import { startServer } from "nodens" answers dig', async () => {
