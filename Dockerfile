@@ -75,6 +75,8 @@ USER 65532:65532
 # CoreDNS's working directory: a relative -conf (default "Corefile") means /Corefile.
 WORKDIR /
 EXPOSE 53/udp 53/tcp 9153
+# At most two malloc arenas, as bin/nodens sets (V8's background threads otherwise keep an arena each).
+ENV MALLOC_ARENA_MAX=2
 # node itself is PID 1 (no shell in between), so SIGTERM from `docker stop` or
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
 # then terminating". The flag is the smaller young generation bin/nodens sets
