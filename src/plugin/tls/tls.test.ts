@@ -319,11 +319,17 @@ else:
 print(dns.rcode.to_text(r.rcode()), r.answer[0].to_text() if r.answer else '-')
 `;
 
+/**
+ * Debian's interpreter, where `.ci/run`'s apt packages install: `python3` on PATH may be another one (pyenv's, on
+ * this machine image) without them.
+ */
+const PYTHON = '/usr/bin/python3';
+
 function python(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('python3', ['-c', PY, ...args], { timeout: 15000 }, (err, stdout, stderr) => {
+    execFile(PYTHON, ['-c', PY, ...args], { timeout: 15000 }, (err, stdout, stderr) => {
       if (err) {
-        reject(new Error(`python3 (with dnspython, httpx, h2: apt-get install -y python3-dnspython python3-httpx python3-h2) failed (newer dnspython: pip install "dnspython[doh]"): ${stderr || err.message}`));
+        reject(new Error(`${PYTHON} (with dnspython, httpx, h2: apt-get install -y python3-dnspython python3-httpx python3-h2) failed (newer dnspython: pip install "dnspython[doh]"): ${stderr || err.message}`));
         return;
       }
       resolve(stdout.trim());
