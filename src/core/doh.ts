@@ -36,6 +36,23 @@ export interface HttpsListenerOptions {
 
 const httpsChannel = channel(ServeChannels.https);
 
+/**
+ * What Go's HTTP/2 server advertises: 1 MiB stream windows and frames, and a header list of at most
+ * http.DefaultMaxHeaderBytes plus Go's 320 bytes of slack. A POST body of up to 64 KiB then goes out without
+ * waiting for a WINDOW_UPDATE, as with CoreDNS (Node's default windows are 64 KiB - 1).
+ */
+const GO_WINDOW = 1 << 20;
+const GO_SETTINGS: http2.Settings = { initialWindowSize: GO_WINDOW, maxFrameSize: GO_WINDOW, maxHeaderListSize: (1 << 20) + 320 };
+
+/** The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS). */
+function openWindow(session: http2.ServerHttp2Session): void {
+  try {
+    session.setLocalWindowSize(GO_WINDOW);
+  } catch {
+    // The session closed already.
+  }
+}
+
 export class DohListener implements ServerListener {
   readonly host: string;
   port: number;
@@ -70,7 +87,7 @@ export class DohListener implements ServerListener {
       const s = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
       server = s;
     } else {
-      const settings: http2.Settings = {};
+      const settings: http2.Settings = { ...GO_SETTINGS };
       if (this.opts.maxStreams > 0) settings.maxConcurrentStreams = this.opts.maxStreams;
       const s = http2.createSecureServer({
         ...serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']),
@@ -83,6 +100,7 @@ export class DohListener implements ServerListener {
       s.on('request', this.onRequest);
       s.removeAllListeners('stream');
       s.on('stream', this.onStream);
+      s.on('session', openWindow);
       // HTTP/1.1 connections of the secure server: Go's ReadTimeout and IdleTimeout.
       const h1 = s as unknown as http.Server;
       h1.requestTimeout = readMs;

@@ -118,6 +118,29 @@ test('DoH over HTTP/2 with TLS: the same statuses, headers and bodies as CoreDNS
   }
 });
 
+/** An HTTP/2 server's SETTINGS and the connection window it opens. */
+function settings2(port: number): Promise<{ settings: http2.Settings; window: number }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`https://localhost:${port}`, { ca: readFileSync(C.ca) });
+    session.on('error', reject);
+    // A request answered: the WINDOW_UPDATE that follows the server's SETTINGS has arrived by then.
+    const s = session.request({ ':path': `/dns-query?dns=${b64}` });
+    s.resume();
+    s.on('end', () => {
+      resolve({ settings: session.remoteSettings, window: session.state.remoteWindowSize ?? -1 });
+      session.close();
+    });
+    s.on('error', reject);
+    s.end();
+  });
+}
+
+test('DoH over HTTP/2: the SETTINGS and connection window of Go\'s server', async () => {
+  const [a, b] = [await settings2(sides.sub.tls), await settings2(sides.ref.tls)];
+  assert.deepEqual(a, b);
+  assert.equal(b.settings.initialWindowSize, 1 << 20);
+});
+
 /** The statuses an HTTP/2 request sees, interim ones included, and the final body. */
 function expect2(port: number, r: Req, expect: string): Promise<string[]> {
   return new Promise((resolve, reject) => {
