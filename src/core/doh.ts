@@ -44,14 +44,6 @@ const httpsChannel = channel(ServeChannels.https);
 const GO_WINDOW = 1 << 20;
 const GO_SETTINGS: http2.Settings = { initialWindowSize: GO_WINDOW, maxFrameSize: GO_WINDOW, maxHeaderListSize: (1 << 20) + 320 };
 
-/** The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS). */
-function openWindow(session: http2.ServerHttp2Session): void {
-  try {
-    session.setLocalWindowSize(GO_WINDOW);
-  } catch {
-    // The session closed already.
-  }
-}
 
 export class DohListener implements ServerListener {
   readonly host: string;
@@ -64,6 +56,7 @@ export class DohListener implements ServerListener {
   private readonly sockets = new Set<net.Socket>();
   private readonly inflight = new Inflight();
   private readonly conns = new WeakMap<http2.Http2Session, H2Conn>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -100,7 +93,7 @@ export class DohListener implements ServerListener {
       s.on('request', this.onRequest);
       s.removeAllListeners('stream');
       s.on('stream', this.onStream);
-      s.on('session', openWindow);
+      s.on('session', this.onSession);
       // HTTP/1.1 connections of the secure server: Go's ReadTimeout and IdleTimeout.
       const h1 = s as unknown as http.Server;
       h1.requestTimeout = readMs;
@@ -122,6 +115,17 @@ export class DohListener implements ServerListener {
     this.server = server;
     this.port = await listenTcp(server, this.host, this.port, wildcard);
   }
+
+  private readonly onSession = (session: http2.ServerHttp2Session): void => {
+    this.sessions.add(session);
+    session.once('close', () => { this.sessions.delete(session); });
+    try {
+      // The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS).
+      session.setLocalWindowSize(GO_WINDOW);
+    } catch {
+      // The session closed already.
+    }
+  };
 
   /** HTTP/1.1 requests (over TLS, and the plain-HTTP server). */
   private readonly onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -281,7 +285,18 @@ export class DohListener implements ServerListener {
     if (s === undefined) return;
     const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
     if ('closeIdleConnections' in s) s.closeIdleConnections();
+    const deadline = Date.now() + graceMs;
+    // HTTP/2: GOAWAY, and each connection closes once its open streams are answered. Their replies leave in a
+    // later turn than the one that wrote them (and at most one per turn), so destroying the sockets as soon as
+    // nothing is in flight would drop them, as Go's Shutdown does not.
+    const sessionsClosed = Promise.all([...this.sessions].map((session) => new Promise<void>((resolve) => {
+      session.once('close', resolve);
+      session.close();
+    })));
     await this.inflight.drained(graceMs);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([sessionsClosed, new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, deadline - Date.now())); })]);
+    clearTimeout(timer);
     for (const sock of this.sockets) sock.destroy();
     await closed;
   }

@@ -337,3 +337,25 @@ test('DoH over HTTP/2: streams the client resets (with an error code) while thei
     }
   });
 });
+
+test('graceful stop: a DoH answer the chain gives during the stop still reaches the client (HTTP/2 and HTTP/1.1)', async () => {
+  const q = newQuery('example.org.', RRType.A);
+  for (const proto of ['h2', 'h1']) {
+    const s = await startServer({ corefile: `https://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n erratic {\n  delay 1 200ms\n }\n}\n` });
+    let session: http2.ClientHttp2Session | undefined;
+    let answer: Promise<{ status: number; body: Buffer }>;
+    if (proto === 'h2') {
+      session = http2.connect(`https://localhost:${s.port}`, { ca: readFileSync(C.ca) });
+      session.on('error', () => { /* the server goes away */ });
+      answer = h2(session, { ':path': `/dns-query?dns=${b64(q)}` });
+    } else {
+      answer = h1(`https://localhost:${s.port}/dns-query?dns=${b64(q)}`, { agent: false });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await s.stop();
+    const r = await answer;
+    session?.destroy();
+    assert.equal(r.status, 200, proto);
+    assert.equal(decodeMessage(r.body).answer.length, 1, proto);
+  }
+});
