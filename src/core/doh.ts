@@ -44,7 +44,6 @@ const httpsChannel = channel(ServeChannels.https);
 const GO_WINDOW = 1 << 20;
 const GO_SETTINGS: http2.Settings = { initialWindowSize: GO_WINDOW, maxFrameSize: GO_WINDOW, maxHeaderListSize: (1 << 20) + 320 };
 
-
 export class DohListener implements ServerListener {
   readonly host: string;
   port: number;
