@@ -36,8 +36,13 @@ export interface HttpsListenerOptions {
 
 const httpsChannel = channel(ServeChannels.https);
 
-type AnyRequest = http.IncomingMessage | http2.Http2ServerRequest;
-type AnyResponse = http.ServerResponse | http2.Http2ServerResponse;
+/**
+ * What Go's HTTP/2 server advertises: 1 MiB stream windows and frames, and a header list of at most
+ * http.DefaultMaxHeaderBytes plus Go's 320 bytes of slack. A POST body of up to 64 KiB then goes out without
+ * waiting for a WINDOW_UPDATE, as with CoreDNS (Node's default windows are 64 KiB - 1).
+ */
+const GO_WINDOW = 1 << 20;
+const GO_SETTINGS: http2.Settings = { initialWindowSize: GO_WINDOW, maxFrameSize: GO_WINDOW, maxHeaderListSize: (1 << 20) + 320 };
 
 export class DohListener implements ServerListener {
   readonly host: string;
@@ -49,6 +54,8 @@ export class DohListener implements ServerListener {
   private readonly opts: HttpsListenerOptions;
   private readonly sockets = new Set<net.Socket>();
   private readonly inflight = new Inflight();
+  private readonly conns = new WeakMap<http2.Http2Session, H2Conn>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -72,13 +79,20 @@ export class DohListener implements ServerListener {
       const s = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
       server = s;
     } else {
-      const settings: http2.Settings = {};
+      const settings: http2.Settings = { ...GO_SETTINGS };
       if (this.opts.maxStreams > 0) settings.maxConcurrentStreams = this.opts.maxStreams;
       const s = http2.createSecureServer({
         ...serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']),
         allowHTTP1: true,
         settings,
-      }, this.onRequest);
+      });
+      // HTTP/1.1 requests arrive as 'request'; adding that listener also installs the compatibility layer's
+      // 'stream' listener (Http2ServerRequest/Response per HTTP/2 request), which is taken off again: HTTP/2
+      // streams are served from 'stream' directly, without those two objects and their listeners per request.
+      s.on('request', this.onRequest);
+      s.removeAllListeners('stream');
+      s.on('stream', this.onStream);
+      s.on('session', this.onSession);
       // HTTP/1.1 connections of the secure server: Go's ReadTimeout and IdleTimeout.
       const h1 = s as unknown as http.Server;
       h1.requestTimeout = readMs;
@@ -101,78 +115,146 @@ export class DohListener implements ServerListener {
     this.port = await listenTcp(server, this.host, this.port, wildcard);
   }
 
-  private readonly onRequest = (req: AnyRequest, res: AnyResponse): void => {
-    const url = req.url ?? '';
-    const q = url.indexOf('?');
-    if (urlPath(q < 0 ? url : url.slice(0, q)) !== PATH) {
-      this.httpError(res, 404, '');
-      return;
+  private readonly onSession = (session: http2.ServerHttp2Session): void => {
+    this.sessions.add(session);
+    session.once('close', () => { this.sessions.delete(session); });
+    try {
+      // The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS).
+      session.setLocalWindowSize(GO_WINDOW);
+    } catch {
+      // The session closed already.
     }
-    if (req.method === 'GET') {
-      const wire = q < 0 ? undefined : getQuery(url.slice(q + 1));
-      if (wire === undefined) {
-        this.httpError(res, 400, 'invalid request');
-        return;
-      }
-      this.serve(req, res, wire);
-      return;
-    }
-    if (req.method !== 'POST') {
-      this.httpError(res, 400, 'invalid request');
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    req.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
-      size += chunk.length;
-      if (size > MAX_QUERY) {
-        tooLarge = true;
-        chunks.length = 0;
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (tooLarge) {
-        this.httpError(res, 400, 'invalid request');
-        return;
-      }
-      this.serve(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.on('error', () => { /* the client went away: nothing to answer */ });
   };
 
-  private serve(req: AnyRequest, res: AnyResponse, wire: Buffer): void {
+  /** HTTP/1.1 requests (over TLS, and the plain-HTTP server). */
+  private readonly onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const wire = requestWire(req.method, req.url ?? '');
+    if (typeof wire === 'number') {
+      this.httpError1(res, wire);
+      return;
+    }
+    if (wire !== undefined) {
+      this.serve1(req, res, wire);
+      return;
+    }
+    readBody(req, (body) => {
+      if (body === undefined) this.httpError1(res, 400);
+      else this.serve1(req, res, body);
+    });
+  };
+
+  private serve1(req: http.IncomingMessage, res: http.ServerResponse, wire: Buffer): void {
     const sock = req.socket;
     const sink = new CaptureSink();
     const p = serveHttpsMessage(this.table, wire, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0,
       plainAddress(sock.localAddress ?? ''), sock.localPort ?? 0, sink);
     if (p === false) {
-      this.httpError(res, 400, 'invalid request');
+      this.httpError1(res, 400);
       return;
     }
     if (p === undefined) {
-      this.reply(res, sink.wire);
+      this.reply1(res, sink.wire);
       return;
     }
     this.inflight.begin();
-    p.then(() => { this.done(); this.reply(res, sink.wire); }, () => { this.done(); this.reply(res, sink.wire); });
+    const after = (): void => { this.inflight.end(); this.reply1(res, sink.wire); };
+    p.then(after, after);
   }
 
-  private reply(res: AnyResponse, wire: Uint8Array | undefined): void {
+  private reply1(res: http.ServerResponse, wire: Uint8Array | undefined): void {
     if (wire === undefined) {
-      this.httpError(res, 500, 'No response');
+      this.httpError1(res, 500);
       return;
     }
     this.count(200);
-    reply(res, wire);
+    const age = `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`;
+    // Go's order (HTTP/1.1: sorted).
+    send1(res, 200, [['Cache-Control', age], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
   }
 
-  private httpError(res: AnyResponse, status: number, text: string): void {
+  /** Go's http.Error: the text and a newline, as plain text. */
+  private httpError1(res: http.ServerResponse, status: number): void {
     this.count(status);
-    httpError(res, status, text);
+    const body = errorBody(status);
+    send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
+  }
+
+  /** HTTP/2 requests, on the stream itself. */
+  private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
+    // A stream the client resets with an error code emits 'error'; there is nothing to answer then.
+    stream.on('error', ignore);
+    const session = stream.session;
+    if (session === undefined) return;
+    let conn = this.conns.get(session);
+    if (conn === undefined) {
+      conn = new H2Conn(session);
+      this.conns.set(session, conn);
+    }
+    const wire = requestWire(headers[':method'], headers[':path'] ?? '');
+    if (typeof wire === 'number') {
+      this.httpError2(conn, stream, wire);
+      return;
+    }
+    if (wire !== undefined) {
+      this.serve2(conn, stream, wire);
+      return;
+    }
+    // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
+    // expectation is ignored over HTTP/2 (no 417).
+    if (!stream.endAfterHeaders && headers.expect !== undefined && CONTINUE.test(headers.expect)) {
+      try {
+        stream.additionalHeaders({ ':status': 100 });
+      } catch {
+        // The stream closed meanwhile: reading its body ends at once.
+      }
+    }
+    const c = conn;
+    readBody(stream, (body) => {
+      if (body === undefined) this.httpError2(c, stream, 400);
+      else this.serve2(c, stream, body);
+    });
+  };
+
+  private serve2(conn: H2Conn, stream: http2.ServerHttp2Stream, wire: Buffer): void {
+    const sink = new CaptureSink();
+    const p = serveHttpsMessage(this.table, wire, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, sink);
+    if (p === false) {
+      this.httpError2(conn, stream, 400);
+      return;
+    }
+    if (p === undefined) {
+      this.reply2(conn, stream, sink.wire);
+      return;
+    }
+    this.inflight.begin();
+    const after = (): void => { this.inflight.end(); this.reply2(conn, stream, sink.wire); };
+    p.then(after, after);
+  }
+
+  private reply2(conn: H2Conn, stream: http2.ServerHttp2Stream, wire: Uint8Array | undefined): void {
+    if (wire === undefined) {
+      this.httpError2(conn, stream, 500);
+      return;
+    }
+    this.count(200);
+    // Go's order (HTTP/2: Content-Length last).
+    send2(conn, stream, {
+      ':status': 200,
+      'cache-control': `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`,
+      'content-type': MIME,
+      'content-length': wire.length,
+    }, wire);
+  }
+
+  private httpError2(conn: H2Conn, stream: http2.ServerHttp2Stream, status: number): void {
+    this.count(status);
+    const body = errorBody(status);
+    send2(conn, stream, {
+      ':status': status,
+      'content-type': 'text/plain; charset=utf-8',
+      'x-content-type-options': 'nosniff',
+      'content-length': body.length,
+    }, body);
   }
 
   /** coredns_dns_https_responses_total, for the prometheus plugin (free when nobody listens). */
@@ -180,10 +262,6 @@ export class DohListener implements ServerListener {
     if (!httpsChannel.hasSubscribers) return;
     const ev: HttpsResponseEvent = { lineage: this.table.lineage, server: this.table.name, status };
     httpsChannel.publish(ev);
-  }
-
-  private done(): void {
-    this.inflight.end();
   }
 
   /** Take a new configuration's certificate and limits (a reload keeps the socket). */
@@ -206,7 +284,18 @@ export class DohListener implements ServerListener {
     if (s === undefined) return;
     const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
     if ('closeIdleConnections' in s) s.closeIdleConnections();
+    const deadline = Date.now() + graceMs;
+    // HTTP/2: GOAWAY, and each connection closes once its open streams are answered. Their replies leave in a
+    // later turn than the one that wrote them (and at most one per turn), so destroying the sockets as soon as
+    // nothing is in flight would drop them, as Go's Shutdown does not.
+    const sessionsClosed = Promise.all([...this.sessions].map((session) => new Promise<void>((resolve) => {
+      session.once('close', resolve);
+      session.close();
+    })));
     await this.inflight.drained(graceMs);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([sessionsClosed, new Promise<void>((resolve) => { timer = setTimeout(resolve, Math.max(0, deadline - Date.now())); })]);
+    clearTimeout(timer);
     for (const sock of this.sockets) sock.destroy();
     await closed;
   }
@@ -218,21 +307,59 @@ class CaptureSink implements ReplySink {
   send(wire: Uint8Array): void { this.wire ??= wire; }
 }
 
-function reply(res: AnyResponse, wire: Uint8Array): void {
-  const age = `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`;
-  // Go's order (HTTP/1.1: sorted; HTTP/2: Content-Length last).
-  if (res instanceof http2.Http2ServerResponse) send2(res, 200, { 'cache-control': age, 'content-type': MIME, 'content-length': wire.length }, wire);
-  else send1(res, 200, [['Cache-Control', age], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
+/** What the requests of one HTTP/2 connection share: its addresses, read once, and its reply turn. */
+class H2Conn {
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly localAddress: string;
+  readonly localPort: number;
+  /** A reply went out in this event-loop turn; the next ones wait in `waiting`. */
+  busy = false;
+  readonly waiting: Array<[http2.ServerHttp2Stream, http2.OutgoingHttpHeaders, Uint8Array]> = [];
+
+  constructor(session: http2.Http2Session) {
+    const sock = session.socket;
+    this.remoteAddress = plainAddress(sock.remoteAddress ?? '');
+    this.remotePort = sock.remotePort ?? 0;
+    this.localAddress = plainAddress(sock.localAddress ?? '');
+    this.localPort = sock.localPort ?? 0;
+  }
 }
 
-/** Go's http.Error: the text and a newline, as plain text. */
-function httpError(res: AnyResponse, status: number, text: string): void {
-  const body = Buffer.from(text + '\n');
-  if (res instanceof http2.Http2ServerResponse) {
-    send2(res, status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff', 'content-length': body.length }, body);
-  } else {
-    send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
-  }
+/** Go's httpguts.HeaderValuesContainsToken(Expect, "100-continue"). */
+const CONTINUE = /(?:^|,)[ \t]*100-continue[ \t]*(?:,|$)/i;
+
+function ignore(): void { /* nothing to do */ }
+
+/** What a request asks for: the GET query's message, undefined for a POST (its body is the message), or the error status. */
+function requestWire(method: string | undefined, url: string): Buffer | number | undefined {
+  const q = url.indexOf('?');
+  if (urlPath(q < 0 ? url : url.slice(0, q)) !== PATH) return 404;
+  if (method === 'GET') return (q < 0 ? undefined : getQuery(url.slice(q + 1))) ?? 400;
+  return method === 'POST' ? undefined : 400;
+}
+
+/** A POST body, at most 65536 bytes; undefined when longer. */
+function readBody(body: NodeJS.ReadableStream, done: (wire: Buffer | undefined) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  body.on('data', (chunk: Buffer) => {
+    if (size > MAX_QUERY) return;
+    size += chunk.length;
+    if (size > MAX_QUERY) chunks.length = 0;
+    else chunks.push(chunk);
+  });
+  body.on('end', () => {
+    done(size > MAX_QUERY ? undefined : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  });
+  body.on('error', ignore);
+}
+
+/** http.Error's bodies: the text and a newline. */
+const ERROR_BODIES = new Map<number, Buffer>([[404, Buffer.from('\n')], [400, Buffer.from('invalid request\n')], [500, Buffer.from('No response\n')]]);
+
+function errorBody(status: number): Buffer {
+  return ERROR_BODIES.get(status)!;
 }
 
 /** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send on a kept-alive connection. */
@@ -253,47 +380,42 @@ function send1(res: http.ServerResponse, status: number, headers: Array<[string,
 }
 
 /**
- * HTTP/2 on the stream itself: the body and END_STREAM in one DATA frame, as Go sends them (the compatibility
- * API adds an empty DATA frame, which simple clients such as dnsperf take for a second message).
+ * HTTP/2: the headers, then the body and END_STREAM in one DATA frame, as Go sends them.
+ *
+ * A connection sends at most one reply per event-loop turn; the others wait for later turns. Node writes every
+ * frame queued in a turn as one TLS record, so two replies answered in the same turn would share a record,
+ * their frames interleaved; Go's server flushes reply by reply. Clients that read one TLS record per DNS
+ * message, as dnsperf's DoH client does, stall on a shared record (the second reply waits in its buffer until
+ * more bytes arrive).
  */
-function send2(res: http2.Http2ServerResponse, status: number, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
-  const st = res.stream;
-  if (st.destroyed || st.headersSent) return;
-  inOwnTurn(st.session, () => {
-    if (st.destroyed || st.headersSent) return;
-    try {
-      st.respond({ ':status': status, ...headers });
-      st.end(body);
-    } catch {
-      // The stream or its session closed meanwhile: nothing to answer.
-    }
-  });
+function send2(conn: H2Conn, stream: http2.ServerHttp2Stream, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
+  if (conn.busy) {
+    conn.waiting.push([stream, headers, body]);
+    return;
+  }
+  write2(stream, headers, body);
+  conn.busy = true;
+  setImmediate(nextTurn, conn);
 }
 
-/**
- * Replies of one HTTP/2 connection that wait for their own turn of the event loop. Node writes every frame
- * queued in a turn as one TLS record, so two replies answered in the same turn would share a record, their
- * frames interleaved; Go's server flushes reply by reply. Clients that read one TLS record per DNS message,
- * as dnsperf's DoH client does, stall on a shared record (the second reply waits in its buffer until more
- * bytes arrive). So a connection sends at most one reply per turn, and the others follow in later turns.
- */
-const waitingReplies = new WeakMap<object, Array<() => void>>();
-
-function inOwnTurn(session: object | undefined, send: () => void): void {
-  if (session === undefined) { send(); return; }
-  const q = waitingReplies.get(session);
-  if (q !== undefined) { q.push(send); return; }
-  send();
-  waitingReplies.set(session, []);
-  setImmediate(nextTurn, session);
+function write2(stream: http2.ServerHttp2Stream, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
+  if (stream.destroyed || stream.headersSent) return;
+  try {
+    stream.respond(headers);
+    stream.end(body);
+  } catch {
+    // The stream or its session closed meanwhile: nothing to answer.
+  }
 }
 
-function nextTurn(session: object): void {
-  const q = waitingReplies.get(session);
-  const send = q?.shift();
-  if (send === undefined) { waitingReplies.delete(session); return; }
-  send();
-  setImmediate(nextTurn, session);
+function nextTurn(conn: H2Conn): void {
+  const next = conn.waiting.shift();
+  if (next === undefined) {
+    conn.busy = false;
+    return;
+  }
+  write2(next[0], next[1], next[2]);
+  setImmediate(nextTurn, conn);
 }
 
 /** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */

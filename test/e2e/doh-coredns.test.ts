@@ -118,6 +118,55 @@ test('DoH over HTTP/2 with TLS: the same statuses, headers and bodies as CoreDNS
   }
 });
 
+/** An HTTP/2 server's SETTINGS and the connection window it opens. */
+function settings2(port: number): Promise<{ settings: http2.Settings; window: number }> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`https://localhost:${port}`, { ca: readFileSync(C.ca) });
+    session.on('error', reject);
+    // A request answered: the WINDOW_UPDATE that follows the server's SETTINGS has arrived by then.
+    const s = session.request({ ':path': `/dns-query?dns=${b64}` });
+    s.resume();
+    s.on('end', () => {
+      resolve({ settings: session.remoteSettings, window: session.state.remoteWindowSize ?? -1 });
+      session.close();
+    });
+    s.on('error', reject);
+    s.end();
+  });
+}
+
+test('DoH over HTTP/2: the SETTINGS and connection window of Go\'s server', async () => {
+  const [a, b] = [await settings2(sides.sub.tls), await settings2(sides.ref.tls)];
+  assert.deepEqual(a, b);
+  assert.equal(b.settings.initialWindowSize, 1 << 20);
+});
+
+/** The statuses an HTTP/2 request sees, interim ones included, and the final body. */
+function expect2(port: number, r: Req, expect: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(`https://localhost:${port}`, { ca: readFileSync(C.ca) });
+    session.on('error', reject);
+    const s = session.request({ ':method': r.method ?? 'GET', ':path': r.path, expect });
+    const seen: string[] = [];
+    const chunks: Buffer[] = [];
+    s.on('headers', (h) => { seen.push(`interim ${String(h[':status'])}`); });
+    s.on('response', (h) => { seen.push(`final ${String(h[':status'])}`); });
+    s.on('data', (c: Buffer) => { chunks.push(c); });
+    s.on('end', () => { session.close(); resolve([...seen, Buffer.concat(chunks).toString('hex')]); });
+    s.on('error', reject);
+    s.end(r.body === undefined ? undefined : Buffer.from(r.body));
+  });
+}
+
+test('DoH over HTTP/2: Expect as CoreDNS (100 Continue only before a body is read, other expectations ignored)', async () => {
+  const cases: Array<[string, Req]> = [REQUESTS[0]!, REQUESTS[1]!, ['other path', { path: '/other', method: 'POST', body: wire }]];
+  for (const expect of ['100-continue', '100-Continue', 'foo, 100-continue', 'foo']) {
+    for (const [name, r] of cases) {
+      assert.deepEqual(await expect2(sides.sub.tls, r, expect), await expect2(sides.ref.tls, r, expect), `${name}, Expect: ${expect}`);
+    }
+  }
+});
+
 test('DoH over HTTP/1.1 with TLS: the same statuses, headers and bodies as CoreDNS', async () => {
   for (const [name, r] of REQUESTS) {
     assert.deepEqual(await ask1(sides.sub.tls, r, true), await ask1(sides.ref.tls, r, true), name);

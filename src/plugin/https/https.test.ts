@@ -311,3 +311,51 @@ test('DoH: a chain that answers later (erratic delay) is waited for', async () =
     assert.equal(decodeMessage(r.body).answer.length, 1);
   });
 });
+
+test('DoH over HTTP/2: streams the client resets (with an error code) while their answer is pending do not stop the server', async () => {
+  await withServer(`https://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n erratic {\n  delay 1 50ms\n }\n}\n`, async (s) => {
+    const session = http2.connect(`https://localhost:${s.port}`, { ca: readFileSync(C.ca) });
+    try {
+      const q = newQuery('example.org.', RRType.A);
+      // GETs in flight, and a POST whose body never ends, each reset with INTERNAL_ERROR.
+      const resets = [
+        session.request({ ':path': `/dns-query?dns=${b64(q)}` }),
+        session.request({ ':path': `/dns-query?dns=${b64(q)}` }),
+        session.request({ ':method': 'POST', ':path': '/dns-query' }, { endStream: false }),
+      ];
+      await Promise.all(resets.map((req) => new Promise<void>((resolve) => {
+        req.on('error', () => { /* the reset's own error */ });
+        req.on('close', () => { resolve(); });
+        setTimeout(() => { req.close(http2.constants.NGHTTP2_INTERNAL_ERROR); }, 10);
+      })));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const r = await h2(session, { ':path': `/dns-query?dns=${b64(q)}` });
+      assert.equal(r.status, 200);
+      assert.equal(decodeMessage(r.body).answer.length, 1);
+    } finally {
+      session.close();
+    }
+  });
+});
+
+test('graceful stop: a DoH answer the chain gives during the stop still reaches the client (HTTP/2 and HTTP/1.1)', async () => {
+  const q = newQuery('example.org.', RRType.A);
+  for (const proto of ['h2', 'h1']) {
+    const s = await startServer({ corefile: `https://.:0 {\n bind 127.0.0.1\n tls ${C.cert} ${C.key}\n erratic {\n  delay 1 200ms\n }\n}\n` });
+    let session: http2.ClientHttp2Session | undefined;
+    let answer: Promise<{ status: number; body: Buffer }>;
+    if (proto === 'h2') {
+      session = http2.connect(`https://localhost:${s.port}`, { ca: readFileSync(C.ca) });
+      session.on('error', () => { /* the server goes away */ });
+      answer = h2(session, { ':path': `/dns-query?dns=${b64(q)}` });
+    } else {
+      answer = h1(`https://localhost:${s.port}/dns-query?dns=${b64(q)}`, { agent: false });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await s.stop();
+    const r = await answer;
+    session?.destroy();
+    assert.equal(r.status, 200, proto);
+    assert.equal(decodeMessage(r.body).answer.length, 1, proto);
+  }
+});
