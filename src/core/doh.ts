@@ -54,8 +54,8 @@ export class DohListener implements ServerListener {
   private readonly opts: HttpsListenerOptions;
   private readonly sockets = new Set<net.Socket>();
   private readonly inflight = new Inflight();
-  private readonly conns = new WeakMap<http2.Http2Session, H2Conn>();
-  private readonly sessions = new Set<http2.ServerHttp2Session>();
+  /** The open HTTP/2 connections (a graceful stop closes each). */
+  private readonly conns = new Map<http2.Http2Session, H2Conn>();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -116,8 +116,8 @@ export class DohListener implements ServerListener {
   }
 
   private readonly onSession = (session: http2.ServerHttp2Session): void => {
-    this.sessions.add(session);
-    session.once('close', () => { this.sessions.delete(session); });
+    this.conns.set(session, new H2Conn(session));
+    session.once('close', () => { this.conns.delete(session); });
     try {
       // The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS).
       session.setLocalWindowSize(GO_WINDOW);
@@ -183,13 +183,8 @@ export class DohListener implements ServerListener {
   private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
     // A stream the client resets with an error code emits 'error'; there is nothing to answer then.
     stream.on('error', ignore);
-    const session = stream.session;
-    if (session === undefined) return;
-    let conn = this.conns.get(session);
-    if (conn === undefined) {
-      conn = new H2Conn(session);
-      this.conns.set(session, conn);
-    }
+    const conn = stream.session === undefined ? undefined : this.conns.get(stream.session);
+    if (conn === undefined) return; // its connection closed meanwhile
     const wire = requestWire(headers[':method'], headers[':path'] ?? '');
     if (typeof wire === 'number') {
       this.httpError2(conn, stream, wire);
@@ -288,7 +283,7 @@ export class DohListener implements ServerListener {
     // HTTP/2: GOAWAY, and each connection closes once its open streams are answered. Their replies leave in a
     // later turn than the one that wrote them (and at most one per turn), so destroying the sockets as soon as
     // nothing is in flight would drop them, as Go's Shutdown does not.
-    const sessionsClosed = Promise.all([...this.sessions].map((session) => new Promise<void>((resolve) => {
+    const sessionsClosed = Promise.all([...this.conns.keys()].map((session) => new Promise<void>((resolve) => {
       session.once('close', resolve);
       session.close();
     })));
