@@ -128,56 +128,26 @@ export class DohListener implements ServerListener {
 
   /** HTTP/1.1 requests (over TLS, and the plain-HTTP server). */
   private readonly onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+    const answer: Answer = (status, body) => { answer1(res, status, body); };
     const wire = requestWire(req.method, req.url ?? '');
     if (typeof wire === 'number') {
-      this.httpError1(res, wire);
+      this.respond(answer, wire);
       return;
     }
+    const sock = req.socket;
+    const serve = (w: Buffer): void => {
+      this.serve(w, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0, plainAddress(sock.localAddress ?? ''),
+        sock.localPort ?? 0, answer);
+    };
     if (wire !== undefined) {
-      this.serve1(req, res, wire);
+      serve(wire);
       return;
     }
     readBody(req, (body) => {
-      if (body === undefined) this.httpError1(res, 400);
-      else this.serve1(req, res, body);
+      if (body === undefined) this.respond(answer, 400);
+      else serve(body);
     });
   };
-
-  private serve1(req: http.IncomingMessage, res: http.ServerResponse, wire: Buffer): void {
-    const sock = req.socket;
-    const sink = new CaptureSink();
-    const p = serveHttpsMessage(this.table, wire, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0,
-      plainAddress(sock.localAddress ?? ''), sock.localPort ?? 0, sink);
-    if (p === false) {
-      this.httpError1(res, 400);
-      return;
-    }
-    if (p === undefined) {
-      this.reply1(res, sink.wire);
-      return;
-    }
-    this.inflight.begin();
-    const after = (): void => { this.inflight.end(); this.reply1(res, sink.wire); };
-    p.then(after, after);
-  }
-
-  private reply1(res: http.ServerResponse, wire: Uint8Array | undefined): void {
-    if (wire === undefined) {
-      this.httpError1(res, 500);
-      return;
-    }
-    this.count(200);
-    const age = `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`;
-    // Go's order (HTTP/1.1: sorted).
-    send1(res, 200, [['Cache-Control', age], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
-  }
-
-  /** Go's http.Error: the text and a newline, as plain text. */
-  private httpError1(res: http.ServerResponse, status: number): void {
-    this.count(status);
-    const body = errorBody(status);
-    send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
-  }
 
   /** HTTP/2 requests, on the stream itself. */
   private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
@@ -185,13 +155,14 @@ export class DohListener implements ServerListener {
     stream.on('error', ignore);
     const conn = stream.session === undefined ? undefined : this.conns.get(stream.session);
     if (conn === undefined) return; // its connection closed meanwhile
+    const answer: Answer = (status, body) => { answer2(conn, stream, status, body); };
     const wire = requestWire(headers[':method'], headers[':path'] ?? '');
     if (typeof wire === 'number') {
-      this.httpError2(conn, stream, wire);
+      this.respond(answer, wire);
       return;
     }
     if (wire !== undefined) {
-      this.serve2(conn, stream, wire);
+      this.serve(wire, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
       return;
     }
     // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
@@ -203,53 +174,34 @@ export class DohListener implements ServerListener {
         // The stream closed meanwhile: reading its body ends at once.
       }
     }
-    const c = conn;
     readBody(stream, (body) => {
-      if (body === undefined) this.httpError2(c, stream, 400);
-      else this.serve2(c, stream, body);
+      if (body === undefined) this.respond(answer, 400);
+      else this.serve(body, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
     });
   };
 
-  private serve2(conn: H2Conn, stream: http2.ServerHttp2Stream, wire: Buffer): void {
+  /** One DNS message through the chain; its reply (or 400 / 500) to `answer`. */
+  private serve(wire: Buffer, remoteAddress: string, remotePort: number, localAddress: string, localPort: number, answer: Answer): void {
     const sink = new CaptureSink();
-    const p = serveHttpsMessage(this.table, wire, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, sink);
+    const p = serveHttpsMessage(this.table, wire, remoteAddress, remotePort, localAddress, localPort, sink);
     if (p === false) {
-      this.httpError2(conn, stream, 400);
+      this.respond(answer, 400);
       return;
     }
     if (p === undefined) {
-      this.reply2(conn, stream, sink.wire);
+      this.respond(answer, 200, sink.wire);
       return;
     }
     this.inflight.begin();
-    const after = (): void => { this.inflight.end(); this.reply2(conn, stream, sink.wire); };
+    const after = (): void => { this.inflight.end(); this.respond(answer, 200, sink.wire); };
     p.then(after, after);
   }
 
-  private reply2(conn: H2Conn, stream: http2.ServerHttp2Stream, wire: Uint8Array | undefined): void {
-    if (wire === undefined) {
-      this.httpError2(conn, stream, 500);
-      return;
-    }
-    this.count(200);
-    // Go's order (HTTP/2: Content-Length last).
-    send2(conn, stream, {
-      ':status': 200,
-      'cache-control': `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`,
-      'content-type': MIME,
-      'content-length': wire.length,
-    }, wire);
-  }
-
-  private httpError2(conn: H2Conn, stream: http2.ServerHttp2Stream, status: number): void {
+  /** A 200 with the chain's reply (500 when it wrote none), or an error status; counted for the metric. */
+  private respond(answer: Answer, status: number, wire?: Uint8Array): void {
+    if (status === 200 && wire === undefined) status = 500;
     this.count(status);
-    const body = errorBody(status);
-    send2(conn, stream, {
-      ':status': status,
-      'content-type': 'text/plain; charset=utf-8',
-      'x-content-type-options': 'nosniff',
-      'content-length': body.length,
-    }, body);
+    answer(status, wire);
   }
 
   /** coredns_dns_https_responses_total, for the prometheus plugin (free when nobody listens). */
@@ -355,6 +307,39 @@ const ERROR_BODIES = new Map<number, Buffer>([[404, Buffer.from('\n')], [400, Bu
 
 function errorBody(status: number): Buffer {
   return ERROR_BODIES.get(status)!;
+}
+
+/** Writes one request's answer: a status, with the DNS reply when it is 200. */
+type Answer = (status: number, wire: Uint8Array | undefined) => void;
+
+/** HTTP/1.1: a reply with Go's headers in Go's order (sorted), or Go's http.Error (the text and a newline). */
+function answer1(res: http.ServerResponse, status: number, wire: Uint8Array | undefined): void {
+  if (wire !== undefined) {
+    send1(res, 200, [['Cache-Control', `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`], ['Content-Length', wire.length], ['Content-Type', MIME]], wire);
+    return;
+  }
+  const body = errorBody(status);
+  send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
+}
+
+/** HTTP/2: the same, in Go's HTTP/2 order (Content-Length last). */
+function answer2(conn: H2Conn, stream: http2.ServerHttp2Stream, status: number, wire: Uint8Array | undefined): void {
+  if (wire !== undefined) {
+    send2(conn, stream, {
+      ':status': 200,
+      'cache-control': `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`,
+      'content-type': MIME,
+      'content-length': wire.length,
+    }, wire);
+    return;
+  }
+  const body = errorBody(status);
+  send2(conn, stream, {
+    ':status': status,
+    'content-type': 'text/plain; charset=utf-8',
+    'x-content-type-options': 'nosniff',
+    'content-length': body.length,
+  }, body);
 }
 
 /** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send on a kept-alive connection. */
