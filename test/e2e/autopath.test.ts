@@ -11,13 +11,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DEBIAN_PYTHON } from '../helpers/dig.ts';
 import { startInProcess } from '../helpers/server.ts';
 import { K8sApiServer, kubeconfigFor, type ClusterState } from '../k8s-api/server.ts';
 import type { PluginDefinition } from '../../src/plugin/plugin.ts';
 
 const FIXTURE = JSON.parse(readFileSync(fileURLToPath(new URL('../k8s-api/fixtures/cluster.json', import.meta.url)), 'utf8')) as ClusterState;
-/** Debian's interpreter, where python3-dnspython installs (`.ci/run` installs the package). */
-const PYTHON = '/usr/bin/python3';
 
 const RESOLVER = `
 import sys
@@ -35,8 +34,8 @@ print(a.qname, a.canonical_name, ' '.join(sorted(x.address for x in a)))
 
 function resolve(port: number, name: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(PYTHON, ['-c', RESOLVER, String(port), name], { timeout: 15000 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${PYTHON} with dnspython failed (is python3-dnspython installed?): ${stderr || err.message}`));
+    execFile(DEBIAN_PYTHON, ['-c', RESOLVER, String(port), name], { timeout: 15000 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${DEBIAN_PYTHON} with dnspython failed (is python3-dnspython installed?): ${stderr || err.message}`));
       else resolve(stdout.trim());
     });
   });

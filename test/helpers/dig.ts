@@ -3,6 +3,12 @@
 
 import { execFile } from 'node:child_process';
 
+/**
+ * Debian's Python, where `.ci/run`'s apt packages (python3-dnspython, python3-httpx, python3-h2) install: the
+ * `python3` first on PATH may be another interpreter without them (pyenv's, on this machine image).
+ */
+export const DEBIAN_PYTHON = '/usr/bin/python3';
+
 function run(tool: string, args: string[], timeoutMs = 10000): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(tool, args, { timeout: timeoutMs }, (err, stdout, stderr) => {

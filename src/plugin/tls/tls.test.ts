@@ -14,7 +14,7 @@ import { newQuery } from '../../wire/message.ts';
 import { RRType } from '../../wire/constants.ts';
 import type { Message } from '../../wire/types.ts';
 import { testCerts } from '../../../test/helpers/certs.ts';
-import { dig, kdig, status } from '../../../test/helpers/dig.ts';
+import { DEBIAN_PYTHON, dig, kdig, status } from '../../../test/helpers/dig.ts';
 import { freePort } from '../../../test/helpers/server.ts';
 
 const C = testCerts();
@@ -319,17 +319,12 @@ else:
 print(dns.rcode.to_text(r.rcode()), r.answer[0].to_text() if r.answer else '-')
 `;
 
-/**
- * Debian's interpreter, where `.ci/run`'s apt packages install: `python3` on PATH may be another one (pyenv's, on
- * this machine image) without them.
- */
-const PYTHON = '/usr/bin/python3';
 
 function python(args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(PYTHON, ['-c', PY, ...args], { timeout: 15000 }, (err, stdout, stderr) => {
+    execFile(DEBIAN_PYTHON, ['-c', PY, ...args], { timeout: 15000 }, (err, stdout, stderr) => {
       if (err) {
-        reject(new Error(`${PYTHON} (with dnspython, httpx, h2: apt-get install -y python3-dnspython python3-httpx python3-h2) failed (newer dnspython: pip install "dnspython[doh]"): ${stderr || err.message}`));
+        reject(new Error(`${DEBIAN_PYTHON} (with dnspython, httpx, h2: apt-get install -y python3-dnspython python3-httpx python3-h2) failed (newer dnspython: pip install "dnspython[doh]"): ${stderr || err.message}`));
         return;
       }
       resolve(stdout.trim());
