@@ -32,10 +32,10 @@
 // Every slot takes the largest datagram, so nothing is cut (as with dgram); pages a datagram does not touch are
 // never made resident.
 #define SLOT 65536
-// Small, so that a pool is normally garbage before the next scavenge: a pool that takes a second or more to fill
-// survives two young collections while it is current, is promoted, and then waits (with every promoted pool before
+// Small, so that a pool is normally garbage before the next scavenge: a pool that stays current across two young
+// collections (a 256 KiB one took ~0.3 s to fill at 23k q/s) is promoted, and then waits (with every promoted pool before
 // it) for a full collection that a server answering from memory rarely triggers. At 256 KiB that was ~0.7 MB/s of
-// dead pools at 23k q/s, +15 MiB of peak RSS in 20 s of the hosts benchmark.
+// dead pools, +15 MiB of peak RSS in 20 s of the hosts benchmark.
 #define POOL_SIZE (16 * 1024)
 #define SEND_SLOTS 256
 #define SEND_SIZE (256 * 1024)
