@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeMessage, encodeMessage, newQuery, parseRecord } from './index.ts';
 import {
-  findOptRecord, hasCompressionPointer, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
+  expandNames, findOptRecord, hasCompressionPointer, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
 } from './scan.ts';
 
 function reply(edns: boolean, compress = true): Buffer {
@@ -118,4 +118,110 @@ test('hasCompressionPointer: owner names, and the names inside rdata of every ty
   t.qr = true;
   t.answer.push(parseRecord('q.test. 60 IN TXT "\\192\\012"'));
   assert.equal(hasCompressionPointer(encodeMessage(t)), false);
+});
+
+/** What forward sent before expandNames: the decoder's reading of `wire`, encoded again without compression. */
+function reencoded(wire: Uint8Array): Buffer | undefined {
+  try {
+    return encodeMessage(decodeMessage(wire));
+  } catch {
+    return undefined;
+  }
+}
+
+test('expandNames: the bytes of decoding and re-encoding, for compressed owners, question and rdata names', () => {
+  const rdata = [
+    'NS ns.example.org.', 'CNAME t.example.org.', 'PTR t.example.org.', 'DNAME t.example.org.', 'MX 10 mx.example.org.',
+    'SOA ns.example.org. host.example.org. 1 2 3 4 5', 'SRV 1 2 3 t.example.org.',
+    'NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp.example.org.', 'RP m.example.org. t.example.org.', 'AFSDB 1 t.example.org.',
+    'RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA', 'TXT "\\192\\012" "example"',
+    'AAAA 2001:db8::1',
+  ];
+  for (const text of rdata) {
+    const m = newQuery('q.', 1);
+    m.qr = true;
+    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
+    const plain = encodeMessage(m);
+    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
+    const packed = plain.includes(Buffer.from('\x07example\x03org\x00', 'latin1'), rrStart) ? pointerize(plain, rrStart + 7 + 8) : plain;
+    assert.deepEqual(expandNames(packed), plain, text);
+    assert.deepEqual(expandNames(packed), reencoded(packed), text);
+  }
+  // Types the decoder parses (and may reject) are left to it, even without a name to expand.
+  for (const text of ['CAA 0 issue "ca.example.org"', 'TYPE65280 \\# 3 c00c00', 'DS 1 8 2 abcd']) {
+    const m = newQuery('q.', 1);
+    m.qr = true;
+    m.answer.push(parseRecord('q. 60 IN A 192.0.2.1'), parseRecord(`q. 60 IN ${text}`));
+    assert.equal(expandNames(encodeMessage(m, { compress: true })), undefined, text);
+  }
+  // the encoder's own compression (owners, question, CNAME targets), with EDNS and its options last
+  for (const edns of [false, true]) {
+    const packed = reply(edns, true);
+    assert.ok(hasCompressionPointer(packed));
+    assert.deepEqual(expandNames(packed), reply(edns, false));
+    assert.deepEqual(expandNames(packed), reencoded(packed));
+  }
+});
+
+test('expandNames leaves to the decoder whatever is not plainly framed', () => {
+  const packed = reply(true, true);
+  assert.equal(expandNames(packed.subarray(0, packed.length - 1)), undefined, 'cut short');
+  assert.equal(expandNames(Buffer.concat([packed, Buffer.of(0)])), undefined, 'trailing byte');
+  const counts = Buffer.from(packed);
+  counts[7] = 3; // ANCOUNT one more than there is
+  assert.equal(expandNames(counts), undefined, 'a count that is a lie');
+  // HTTPS and NSEC: the decoder parses past the names
+  for (const text of ['HTTPS 1 t.example.org. alpn=h2', 'NSEC t.example.org. A']) {
+    const m = newQuery('q.', 1);
+    m.qr = true;
+    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
+    const plain = encodeMessage(m);
+    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
+    assert.equal(expandNames(pointerize(plain, rrStart + 7 + 8)), undefined, text);
+  }
+  // A with rdlength 5: the decoder's error, not a copy
+  const a = newQuery('q.', 1);
+  a.qr = true;
+  a.answer.push(parseRecord('q. 60 IN A 192.0.2.1'));
+  const bad = Buffer.concat([encodeMessage(a), Buffer.of(9)]);
+  bad.writeUInt16BE(5, bad.length - 7);
+  assert.equal(expandNames(bad), undefined);
+  // a pointer loop
+  const loop = Buffer.from(packed);
+  loop.writeUInt16BE(0xc00c, 12);
+  assert.equal(expandNames(loop), undefined);
+});
+
+test('expandNames agrees with decode and re-encode on mutated replies (whenever it answers)', () => {
+  // Deterministic xorshift: the same corpus every run.
+  let seed = 0x9e3779b9;
+  const rand = (n: number): number => {
+    seed ^= seed << 13; seed >>>= 0;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5; seed >>>= 0;
+    return seed % n;
+  };
+  const m = newQuery('www.example.org.', 1);
+  m.qr = true;
+  m.answer.push(parseRecord('www.example.org. 300 IN CNAME example.org.'), parseRecord('example.org. 60 IN A 192.0.2.1'));
+  m.authority.push(parseRecord('example.org. 60 IN SOA ns.example.org. host.example.org. 1 2 3 4 5'));
+  m.additional.push(
+    parseRecord('ns.example.org. 30 IN MX 10 mx.example.org.'), parseRecord('_s._udp.example.org. 30 IN SRV 1 2 3 ns.example.org.'),
+    parseRecord('example.org. 30 IN TXT "a" "bc"'), parseRecord('ns.example.org. 30 IN AAAA 2001:db8::53'),
+    parseRecord('1.2.0.192.in-addr.arpa. 30 IN PTR ns.example.org.'), parseRecord('example.org. 30 IN RP mx.example.org. ns.example.org.'),
+    parseRecord('example.org. 30 IN RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA'),
+    parseRecord('example.org. 30 IN NAPTR 100 10 "S" "SIP+D2U" "" _s._udp.example.org.'),
+  );
+  m.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [{ code: 10, data: Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8) }] };
+  const base = encodeMessage(m, { compress: true });
+  let expanded = 0;
+  for (let i = 0; i < 50_000; i++) {
+    const x = Buffer.from(base);
+    for (let k = 1 + rand(3); k > 0; k--) x[12 + rand(x.length - 12)] = rand(4) === 0 ? 0xc0 | rand(2) : rand(256);
+    const got = expandNames(x);
+    if (got === undefined) continue;
+    expanded++;
+    assert.deepEqual(got, reencoded(x), x.toString('hex'));
+  }
+  assert.ok(expanded > 1000, `only ${expanded} of the mutants were expanded`);
 });

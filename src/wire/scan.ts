@@ -267,3 +267,160 @@ export function findTsigRecord(buf: Uint8Array): number {
   }
   return tsig;
 }
+
+/** Scratch for `expandNames`: an expanded message is written here, then copied out at its size. */
+const EXPANDED = Buffer.allocUnsafe(65535);
+/** Cursor into EXPANDED while `expandNames` writes (module state: one message at a time, no closures). */
+let X = 0;
+
+/**
+ * Copies the name at `off` into EXPANDED at X, following compression pointers; returns the offset just past the
+ * name where it sits in `b`, or -1 for anything the decoder might treat otherwise than a plain expansion: a name
+ * running past `end`, a reserved label type, more than 126 pointers, or more than 255 octets (the decoder's errors).
+ */
+function expandName(b: Uint8Array, off: number, end: number): number {
+  let next = -1;
+  let wire = 1;
+  let hops = 0;
+  const out = EXPANDED;
+  for (;;) {
+    if (off >= end) return -1;
+    const len = b[off]!;
+    if (len === 0) {
+      if (X >= out.length) return -1;
+      out[X++] = 0;
+      return next < 0 ? off + 1 : next;
+    }
+    if ((len & 0xc0) === 0xc0) {
+      if (off + 1 >= end || ++hops > 126) return -1;
+      if (next < 0) next = off + 2;
+      // a pointer may point anywhere in the message (miekg follows forward pointers too), not only in this rdata
+      off = ((len & 0x3f) << 8) | b[off + 1]!;
+      end = b.length;
+      continue;
+    }
+    if ((len & 0xc0) !== 0) return -1;
+    const e = off + 1 + len;
+    wire += len + 1;
+    if (e > end || wire > 255 || X + len + 1 > out.length) return -1;
+    for (let i = off; i < e; i++) out[X++] = b[i]!;
+    off = e;
+  }
+}
+
+/** Copies b[from, to) into EXPANDED at X; false when it does not fit. */
+function copyBytes(b: Uint8Array, from: number, to: number): boolean {
+  const out = EXPANDED;
+  if (X + (to - from) > out.length) return false;
+  // a loop: the pieces are short (a record's fixed fields, an address), and subarray() would allocate a view each
+  if (to - from > 64) {
+    out.set(b.subarray(from, to), X);
+    X += to - from;
+  } else {
+    for (let i = from; i < to; i++) out[X++] = b[i]!;
+  }
+  return true;
+}
+
+/**
+ * The message without name compression: the question, every owner and the names inside the rdata of the types
+ * the decoder expands (those `hasCompressionPointer` looks at) written out in full, everything else byte for
+ * byte. It equals what decoding and re-encoding without compression gives (CoreDNS's unpack and pack of an
+ * upstream's reply), without building the message: forward's path for compressed replies.
+ *
+ * Undefined whenever the message is not plainly framed, and the caller decodes it instead and so meets every rule
+ * of the decoder: counts that do not match the records, trailing bytes, an rdata whose names do not fill it as
+ * the type says, an OPT record that is not the single last additional record with the root as owner and
+ * well-framed options, or a result above 65535 bytes.
+ */
+export function expandNames(b: Uint8Array): Buffer | undefined {
+  const n = b.length;
+  if (n < 12) return undefined;
+  const qd = (b[4]! << 8) | b[5]!;
+  const an = (b[6]! << 8) | b[7]!;
+  const ns = (b[8]! << 8) | b[9]!;
+  const ar = (b[10]! << 8) | b[11]!;
+  const rrs = an + ns + ar;
+  X = 0;
+  copyBytes(b, 0, 12);
+  let p = 12;
+  for (let i = 0; i < qd; i++) {
+    p = expandName(b, p, n);
+    if (p < 0 || p + 4 > n || !copyBytes(b, p, p + 4)) return undefined;
+    p += 4;
+  }
+  for (let i = 0; i < rrs; i++) {
+    const ownerAt = p;
+    p = expandName(b, p, n);
+    if (p < 0 || p + 10 > n) return undefined;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
+    const start = p + 10;
+    const end = start + rdlen;
+    if (end > n) return undefined;
+    if (type === RRType.OPT) {
+      // lifted into the message's EDNS by the decoder and written back last: plain only as the last record
+      if (i !== rrs - 1 || i < an + ns || b[ownerAt] !== 0) return undefined;
+      for (let o = start; o < end;) {
+        if (o + 4 > end) return undefined;
+        o += 4 + ((b[o + 2]! << 8) | b[o + 3]!);
+        if (o > end) return undefined;
+      }
+      if (!copyBytes(b, p, end)) return undefined;
+      p = end;
+      continue;
+    }
+    const lengthAt = X + 8;
+    if (!copyBytes(b, p, start)) return undefined; // type, class, TTL, rdlength (rewritten below)
+    const rdataAt = X;
+    if (rdlen !== 0) {
+      let at = start;
+      let names = rdataNames(type);
+      if (type === 35) { // NAPTR: order, preference, three character-strings, replacement
+        at += 4;
+        for (let s = 0; s < 3 && at < end; s++) at += 1 + b[at]!;
+        if (at >= end) return undefined;
+        names = 1;
+      } else {
+        at += names >> 8;
+        names &= 0xff;
+      }
+      if (names === 0) {
+        // Only rdata the decoder cannot reject once framed; other types (TSIG, DNSKEY, CAA...) take its path.
+        if (type === RRType.A) {
+          if (rdlen !== 4) return undefined;
+        } else if (type === RRType.AAAA) {
+          if (rdlen !== 16) return undefined;
+        } else if (type === RRType.TXT) {
+          for (let s = start; s !== end;) {
+            s += 1 + b[s]!;
+            if (s > end) return undefined;
+          }
+        } else {
+          return undefined;
+        }
+        if (!copyBytes(b, start, end)) return undefined;
+      } else {
+        // rdata the decoder parses past its names (NSEC and NXT bitmaps, SVCB parameters) takes the decoder's path
+        if (type === 47 || type === 30 || type === 64 || type === 65) return undefined;
+        if (at > end || !copyBytes(b, start, at)) return undefined;
+        for (let k = 0; k < names; k++) {
+          at = expandName(b, at, end);
+          if (at < 0) return undefined;
+        }
+        // after the names: SOA's five counters, (RR)SIG's signature; nothing for the other types
+        const tail = end - at;
+        if (type === RRType.SOA ? tail !== 20 : type !== 24 && type !== 46 && tail !== 0) return undefined;
+        if (!copyBytes(b, at, end)) return undefined;
+      }
+    }
+    const len = X - rdataAt;
+    EXPANDED[lengthAt] = len >> 8;
+    EXPANDED[lengthAt + 1] = len & 0xff;
+    p = end;
+  }
+  if (p !== n) return undefined;
+  const copy = Buffer.allocUnsafe(X);
+  EXPANDED.copy(copy, 0, 0, X);
+  return copy;
+}

@@ -18,7 +18,7 @@ import { SingleFlight } from '../pkg/singleflight.ts';
 import { NO_COALESCE, UPSTREAM_USED, type UpstreamControl, type UpstreamView } from '../pkg/upstreams.ts';
 import { Proxy, type ExchangeInfo, type Origin, type ProxyOptions, type UpstreamKind } from '../pkg/proxy/proxy.ts';
 import { TapType, tapNow, type TapMessage, type Tapper } from '../pkg/dnstap.ts';
-import { hasCompressionPointer, questionEnd, questionMatches } from '../../wire/scan.ts';
+import { expandNames, hasCompressionPointer, questionEnd, questionMatches } from '../../wire/scan.ts';
 import { UpstreamError } from '../pkg/proxy/errors.ts';
 import type { Policy } from './policy.ts';
 import { RandomPolicy } from './policy.ts';
@@ -310,8 +310,15 @@ export class Forward implements UpstreamControl {
         if (nodata || o.nextRcodes.includes(rcode)) return await nextOrFailure(this.name, this.next, req, w);
       }
       // CoreDNS unpacks the upstream's reply and packs it again without name compression (unless it must
-      // compress to fit the client): a compressed reply is re-encoded, an uncompressed one goes out as it is.
+      // compress to fit the client): a compressed reply has its names expanded on the wire (the same bytes as
+      // decoding and re-encoding, without building the message), an uncompressed one goes out as it is.
       if (hasCompressionPointer(out)) {
+        const expanded = expandNames(out);
+        if (expanded !== undefined) {
+          w.writeWire(expanded);
+          return 0;
+        }
+        // not plainly framed: the decoder's rules decide
         let m: Message | undefined;
         try {
           m = decodeMessage(out);
