@@ -238,24 +238,41 @@ function cpuSeconds(pid: number): number {
   return ticks / CLK_TCK;
 }
 
-/** utime+stime of each process of the tree, in seconds */
-function perProcessCpu(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
+/** utime+stime of each thread of the tree's processes, in seconds, with the thread's name (comm) */
+function perThreadCpu(pid: number): Map<string, { name: string; cpu: number }> {
+  const out = new Map<string, { name: string; cpu: number }>();
   for (const p of descendants(pid)) {
+    let tasks: string[];
     try {
-      const st = readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
-      out.set(p, (Number(f[11]) + Number(f[12])) / CLK_TCK);
-    } catch { /* gone */ }
+      tasks = readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue; // gone
+    }
+    for (const t of tasks) {
+      try {
+        const st = readFileSync(`/proc/${p}/task/${t}/stat`, 'utf8');
+        const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+        const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+        out.set(`${p}/${t}`, { name, cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK });
+      } catch { /* gone */ }
+    }
   }
   return out;
 }
 
-/** Each process's share of the tree's CPU between two samples, largest first (only processes that used any). */
-function cpuSplit(a: Map<number, number>, b: Map<number, number>): string {
-  const d = [...b].map(([p, t]) => t - (a.get(p) ?? 0)).filter((x) => x > 0).sort((x, y) => y - x);
-  const sum = d.reduce((x, y) => x + y, 0);
-  return sum > 0 ? d.map((x) => `${Math.round((100 * x) / sum)}%`).join(' / ') : '–';
+/**
+ * Each thread's share of the tree's CPU between two samples, largest first, by thread name: threads of 5 % or more
+ * one by one, the rest (GC helpers, Go's other threads, idle supervisors) summed.
+ */
+function cpuSplit(a: Map<string, { name: string; cpu: number }>, b: Map<string, { name: string; cpu: number }>): string {
+  const d = [...b].map(([k, t]) => ({ name: t.name, cpu: t.cpu - (a.get(k)?.cpu ?? 0) })).filter((x) => x.cpu > 0).sort((x, y) => y.cpu - x.cpu);
+  const sum = d.reduce((x, y) => x + y.cpu, 0);
+  if (sum <= 0) return '–';
+  const big = d.filter((x) => x.cpu / sum >= 0.05);
+  const rest = sum - big.reduce((x, y) => x + y.cpu, 0);
+  const parts = big.map((x) => `${x.name} ${Math.round((100 * x.cpu) / sum)}%`);
+  if (rest > 0) parts.push(`rest ${Math.round((100 * rest) / sum)}%`);
+  return parts.join(' / ');
 }
 
 /** a /proc/<pid>/status field in MiB, summed over the process and its descendants */
@@ -438,14 +455,14 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
     // -workers: each worker has its own cache, and the kernel picks the worker per source port, so every
     // worker needs its own warm-up pass to be answering from its cache: several passes from fresh ports.
     if (s.warm) for (let i = 0; i < (s.cores ?? 1); i++) dnsperf(perfPort, qfile, 5, 1, path.join(dir, 'warm.out'), s.mode, perfCpus);
-    const perProc0 = s.cores === 2 ? perProcessCpu(pid) : undefined;
+    const perThread0 = s.cores === 2 ? perThreadCpu(pid) : undefined;
     const c0 = cpuSeconds(pid);
     const lines = s.queries(ctx).length;
     const maxQueries = o.smoke ? 1_000_000 : 20_000_000;
     const passes = s.once ? 1 : Math.max(1, Math.ceil(maxQueries / lines));
     const perf = dnsperf(perfPort, qfile, o.duration, passes, path.join(dir, 'dnsperf.out'), s.mode, perfCpus);
     const c1 = cpuSeconds(pid);
-    if (perProc0 !== undefined) row.split = cpuSplit(perProc0, perProcessCpu(pid));
+    if (perThread0 !== undefined) row.split = cpuSplit(perThread0, perThreadCpu(pid));
     row.perf = perf;
     row.peakMiB = statusMiB(pid, 'VmHWM');
     row.cpuPer100k = perf.completed ? ((c1 - c0) / perf.completed) * 100_000 : NaN;
@@ -591,7 +608,7 @@ async function main(): Promise<number> {
         rows.push(r);
         console.log(r.status === 'ok' && r.perf
           ? `${r.perf.qps.toFixed(0)} qps, avg ${r.perf.avgMs.toFixed(3)} ms, p99 ${r.perf.p99Ms.toFixed(3)} ms, lost ${r.perf.lost}, ${r.perf.rcodes}` +
-            `, CPU ${fmt(r.cpuPer100k, 2)} s/100k${r.split ? `, CPU by process ${r.split}` : ''}`
+            `, CPU ${fmt(r.cpuPer100k, 2)} s/100k${r.split ? `, CPU by thread ${r.split}` : ''}`
           : r.status);
         if (server !== 'nodens' && r.status !== 'ok' && !r.status.startsWith('n/a')) bad = true;
       }
@@ -634,13 +651,14 @@ async function main(): Promise<number> {
     '- **ceiling** (hosts and cache-hit only) is bench/ceiling.ts on the same Node 24, pinned like the servers: a UDP server that',
     '  parses nothing and returns each datagram with QR set and one fixed A record appended. It is how fast a Node server',
     '  can answer on this machine at all; "nodens / ceiling" is the share of that nodens reaches.',
-    '- **-2cores** scenarios: every server gets both cores (`taskset -c 0,1`): nodens `-workers 2` (two worker processes on',
-    '  SO_REUSEPORT sockets; the primary only supervises), CoreDNS GOMAXPROCS=2, unbound `num-threads: 2`, the ceiling two',
+    '- **-2cores** scenarios: every server gets both cores (`taskset -c 0,1`): nodens `-workers 2` (two worker threads of',
+    '  one process on SO_REUSEPORT sockets; the main thread only supervises), CoreDNS GOMAXPROCS=2, unbound `num-threads: 2`, the ceiling two',
     '  processes on SO_REUSEPORT sockets. The machine has only two cores, so dnsperf is not pinned and runs on the same two',
     '  cores: the server gets what the load generator leaves, and QPS is lower than two cores\' worth would give. The',
     '  ratios between servers stay comparable (the same dnsperf load each time); CPU / query is the cleaner figure.',
-    '  Each worker or thread warms its own cache (one warm-up pass per core). "CPU by process" lists each process\'s',
-    '  share of the server\'s CPU over the run: two similar shares mean both workers answered.',
+    '  Each worker or thread warms its own cache (one warm-up pass per core). "CPU by thread" lists each thread\'s share',
+    '  of the server\'s CPU over the run (by thread name; threads under 5 % summed as "rest"): two similar shares of',
+    '  nodens-worker-1 and -2 mean both workers answered.',
     '',
     '## Scenarios',
     '',
@@ -653,7 +671,7 @@ async function main(): Promise<number> {
     '',
     ...table(rows),
     '',
-    ...(rows.some((r) => r.split) ? ['CPU by process (2-core scenarios; the process tree\'s CPU over the run, largest first):', '',
+    ...(rows.some((r) => r.split) ? ['CPU by thread (2-core scenarios; the server\'s CPU over the run, largest first):', '',
       ...rows.filter((r) => r.split).map((r) => `- ${r.scenario} / ${r.server}: ${r.split}`), ''] : []),
     '### nodens / CoreDNS (and nodens / ceiling)',
     '',

@@ -47,24 +47,10 @@ const moduleUrlAsInDist: Plugin = {
         const rel = JSON.stringify(`../../${distFile}`);
         text = text.replaceAll('import.meta.url', esm ? `new URL(${rel}, import.meta.url).href` : `__nodensModuleUrl(${rel})`);
       }
-      if (!esm) text = withoutTopLevelAwait(args.path, text);
       return { contents: text, loader: 'ts' };
     });
   },
 };
-
-/**
- * CommonJS has no top-level await, and one module of the bundle has one: src/plugin/pkg/metrics.ts loads
- * prom-client's AggregatorRegistry in a -workers worker with `await import(…)`. In the bundle that becomes a
- * require() of the bundled copy (the same module, evaluated at the same point). A change to that line fails the
- * build here rather than leaving the bundle without it.
- */
-function withoutTopLevelAwait(file: string, text: string): string {
-  if (!file.endsWith('/src/plugin/pkg/metrics.ts')) return text;
-  const from = "const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');";
-  if (!text.includes(from)) throw new Error(`scripts/bundle.ts: ${file} no longer has the line it rewrites: ${from}`);
-  return text.replace(from, "const AggregatorRegistry: typeof import('prom-client/lib/cluster.js') = require('prom-client/lib/cluster.js');");
-}
 
 /**
  * (ES module output only.) node:http, node:https, node:http2 and node:crypto are loaded with require(), not

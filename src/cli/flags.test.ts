@@ -190,7 +190,7 @@ function run(file: string, args: string[]): Promise<Run> {
 const nodens = (args: string[]): Promise<Run> => run(process.execPath, [MAIN, ...args]);
 
 // nodens's one extra flag, printed in its sorted place (last).
-const WORKERS_USAGE = '  -workers string\n    \tnodens: serve with N worker processes (0 = one per CPU) (default "1")\n';
+const WORKERS_USAGE = '  -workers string\n    \tnodens: serve with N worker threads (0 = one per CPU) (default "1")\n';
 // After the flags, in CoreDNS's format above, nodens's subcommands.
 const SUBCOMMANDS = [
   'Subcommands:',

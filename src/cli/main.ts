@@ -9,12 +9,12 @@ import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat, versionText } from './serve.ts';
-import cluster from 'node:cluster';
+import { workerId } from '../plugin/pkg/workers.ts';
 import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
   ...COREDNS_FLAGS,
-  { name: 'workers', kind: 'string', default: '1', usage: 'nodens: serve with N worker processes (0 = one per CPU)' },
+  { name: 'workers', kind: 'string', default: '1', usage: 'nodens: serve with N worker threads (0 = one per CPU)' },
 ];
 
 // After CoreDNS's flag usage, which stays byte for byte Go's: nodens's subcommands, one line each.
@@ -74,10 +74,10 @@ export async function main(argv: string[]): Promise<void> {
 
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
-  if (workers > 1 && cluster.isPrimary) {
-    // The primary's code, loaded only for -workers N.
-    const { runPrimary } = await import('./workers.ts');
-    await runPrimary(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
+  if (workers > 1 && workerId() === 0) {
+    // The supervisor's code, loaded only for -workers N.
+    const { runSupervisor } = await import('./workers.ts');
+    await runSupervisor(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
     return;
   }
   await serve({ conf: flag('conf'), port: flag('dns.port'), pidfile, quiet: flag('quiet') === 'true', registry });

@@ -4,7 +4,6 @@
 // set-up first and hands in clean-up hooks, as node-cache drives coremain.Run.
 
 import { writeFileSync, unlinkSync, writeSync } from 'node:fs';
-import cluster from 'node:cluster';
 import { Runtime } from '../core/runtime.ts';
 import { loadCorefile } from '../core/loader.ts';
 import { jsonRecord, log } from '../core/log.ts';
@@ -12,7 +11,8 @@ import type { PluginRegistry } from '../core/registry.ts';
 import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import type { FlagSpec } from './flags.ts';
-import { printsZoneLines, printsVersionLines, reportWorkerReady } from './workers.ts';
+import { printsZoneLines, printsVersionLines, reportWorkerReady, takeRelayedSignals } from './workers.ts';
+import { workerId } from '../plugin/pkg/workers.ts';
 
 /** CoreDNS's own flags (coremain/run.go, core/dnsserver/register.go). */
 export const COREDNS_FLAGS: FlagSpec[] = [
@@ -84,7 +84,8 @@ export async function serve(o: ServeOptions): Promise<void> {
   // The server logs through the CLI's logger, and a [FATAL] line ends the process with status 1, as in CoreDNS.
   log.onFatal = () => { runProcessExitHooks(); process.exit(1); };
   // Signals are handled from here on, as CoreDNS installs its traps before starting.
-  const running = installSignals(o.conf, o.port, o.pidfile);
+  // Under -workers the supervisor owns the pidfile: a worker that stops leaves it alone.
+  const running = installSignals(o.conf, o.port, workerId() === 0 ? o.pidfile : '');
   let runtime: Runtime;
   try {
     runtime = await Runtime.start({
@@ -100,7 +101,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     if (log.json) for (const g of runtime.instance.bannerGroups()) log.info(g.join('\n'));
     else out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
   }
-  if (o.pidfile !== '' && !cluster.isWorker) {
+  if (o.pidfile !== '' && workerId() === 0) {
     try {
       writeFileSync(o.pidfile, `${process.pid}\n`, { mode: 0o644 });
     } catch (e) {
@@ -192,6 +193,8 @@ function installSignals(conf: string, port: string, pidfile: string): { set(r: R
       if (e !== undefined) log.std(`[ERROR] SIGUSR1: starting with listener file descriptors: ${e.message}`);
     });
   });
+  // A -workers thread gets no signals of its own: the supervisor relays the process's.
+  takeRelayedSignals();
   return {
     set(r: Runtime) {
       runtime = r;

@@ -162,7 +162,7 @@ test('-workers N refuses dynupdate: each worker would hold its own zone', { time
   try {
     assert.equal(await p.exited, 1);
     assert.ok(p.stdout.concat(p.stderr).includes(
-      'plugin/dynupdate: dynupdate cannot run under -workers: each worker process would hold its own copy of the zone'),
+      'plugin/dynupdate: dynupdate cannot run under -workers: each worker would hold its own copy of the zone'),
     p.stdout.concat(p.stderr).join('\n'));
   } finally {
     await p.stop();

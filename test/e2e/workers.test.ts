@@ -1,34 +1,61 @@
-// -workers N: several processes share the port through SO_REUSEPORT; the
-// primary relays signals, a bad Corefile still fails once with exit 1, and a
-// worker's unrecovered panic (debug on) stops the server with exit 2; /metrics sums the workers.
+// -workers N: worker threads of one process share the port through SO_REUSEPORT;
+// the main thread relays signals (stop, reload), a bad Corefile still fails once
+// with exit 1, and a worker's unrecovered panic (debug on) stops the server with
+// exit 2; /metrics sums the workers.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, freePort, startProcess } from '../helpers/server.ts';
 import { dig, status } from '../helpers/dig.ts';
 
-function workerPids(primary: number): number[] {
+function childPids(pid: number): number[] {
   try {
-    return execFileSync('pgrep', ['-P', String(primary)]).toString().trim().split('\n').filter(Boolean).map(Number);
+    return execFileSync('pgrep', ['-P', String(pid)]).toString().trim().split('\n').filter(Boolean).map(Number);
   } catch {
     return [];
   }
 }
 
-test('-workers 2 serves from two processes and stops cleanly on SIGTERM', async () => {
+/** The names of a process's threads (the kernel's comm of each task). */
+function threadNames(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/task`).map((t) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim();
+    } catch {
+      return '';
+    }
+  });
+}
+
+test('-workers 2 serves from two threads of one process, reloads both on SIGUSR1 and stops cleanly on SIGTERM', async () => {
   const p = await startProcess('.:{PORT} {\n  whoami\n}\n', { args: ['-workers', '2'] });
   try {
-    // bin/nodens execs node, so the spawned pid is the primary.
-    const pids = workerPids(p.proc.pid!);
-    assert.equal(pids.length, 2, `workers: ${pids.join(',')}`);
+    // bin/nodens execs node, so the spawned pid is the process; its workers are threads, not children.
+    const pid = p.proc.pid!;
+    assert.deepEqual(childPids(pid), []);
+    assert.deepEqual(threadNames(pid).filter((n) => n.startsWith('nodens-worker')).sort(), ['nodens-worker-1', 'nodens-worker-2']);
     for (let i = 0; i < 20; i++) assert.equal(status(await dig(p.port, `q${i}.example.org`, 'A')), 'NOERROR');
     // Only the first worker prints the banner.
     assert.equal(p.stdout.filter((l) => l.startsWith('CoreDNS-')).length, 1);
+    // A reload reaches every worker: each reads the new Corefile and answers from it.
+    const conf = p.proc.spawnargs[p.proc.spawnargs.indexOf('-conf') + 1]!;
+    writeFileSync(conf, `.:${p.port} {\n  template IN A example.org {\n    answer "{{ .Name }} 60 IN A 192.0.2.7"\n  }\n}\n`);
+    p.proc.kill('SIGUSR1');
+    const deadline = Date.now() + 10_000;
+    while (p.stdout.filter((l) => l === '[INFO] Reloading complete').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(p.stdout.filter((l) => l === '[INFO] SIGUSR1: Reloading').length, 2, p.stdout.join('\n'));
+    assert.equal(p.stdout.filter((l) => l === '[INFO] Reloading complete').length, 2, p.stdout.join('\n'));
+    for (let i = 0; i < 20; i++) {
+      const a = await dig(p.port, `r${i}.example.org`, 'A');
+      assert.match(a, /192\.0\.2\.7/, a);
+    }
   } finally {
     assert.equal(await p.stop('SIGTERM'), 0);
   }
+  assert.equal(p.stdout.filter((l) => l === '[INFO] SIGTERM: Shutting down servers then terminating').length, 2, p.stdout.join('\n'));
 });
 
 test('-workers 2: every scrape of /metrics counts the queries of both workers', { timeout: 30_000 }, async () => {

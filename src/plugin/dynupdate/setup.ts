@@ -2,7 +2,6 @@
 // file, optional database, `allow` rules and limits. The block admits opcode UPDATE (CoreDNS's
 // Config.AllowOpcode); the transfer plugin of the block, if any, gets a NOTIFY after each committed change.
 
-import cluster from 'node:cluster';
 import { isAbsolute, join, normalize, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import type { PluginDefinition, SetupContext } from '../plugin.ts';
@@ -11,6 +10,7 @@ import { Opcode, stringToType } from '../../wire/constants.ts';
 import { isDomainName } from '../../wire/name.ts';
 import { isNotifier } from '../pkg/transfer.ts';
 import { goOpenError } from '../pkg/zone/errors.ts';
+import { workerId } from '../pkg/workers.ts';
 import { ALL_NAMES, DynUpdate, type Permission } from './dynupdate.ts';
 import { canonicalName, inZone, validPolicyType, withDefaults, type Limits } from './rules.ts';
 import {
@@ -222,10 +222,10 @@ export const plugin: PluginDefinition = {
   name: 'dynupdate',
   setup(c) {
     const o = parse(c);
-    // Under `nodens -workers N` each worker process would hold a zone of its own: an update would change the
+    // Under `nodens -workers N` each worker thread would hold a zone of its own: an update would change the
     // one worker that received it (and, with a database, workers would overwrite each other's commits).
-    // NODENS_WORKER_ID is what `-workers` gives its children; an application's own cluster workers are not refused.
-    if (cluster.isWorker && process.env.NODENS_WORKER_ID !== undefined) throw new Error('dynupdate cannot run under -workers: each worker process would hold its own copy of the zone');
+    // An application's own worker threads are not refused (workerId() knows only -workers threads).
+    if (workerId() > 0) throw new Error('dynupdate cannot run under -workers: each worker would hold its own copy of the zone');
     let initial: Snapshot;
     let acquire: (() => SharedStore) | undefined;
     const stores = c.instance.lineage.store<StoreMap>('dynupdate/stores', () => new Map());

@@ -2,10 +2,10 @@
 // when the server has started (and after each reload), or when it shuts down.
 
 import { spawn } from 'node:child_process';
-import cluster from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import { bareSetupError, type PluginDefinition, type ServerLogger, type SetupContext } from '../plugin.ts';
 import { splitCommand } from './shlex.ts';
+import { workerId } from '../pkg/workers.ts';
 
 /** caddy's hook.SupportedEvents: `certrenew` is accepted and never fires (CoreDNS renews no certificates). */
 export const EVENTS = ['startup', 'shutdown', 'certrenew'] as const;
@@ -104,9 +104,9 @@ export const plugin: PluginDefinition = {
   name: 'on',
   setup(c) {
     const hooks = parse(c);
-    // With -workers N, every worker process runs this setup: the commands run in the first worker only, once, as
-    // in CoreDNS's single process.
-    if (cluster.isWorker && process.env.NODENS_WORKER_ID !== '1') return;
+    // With -workers N, every worker runs this setup: the commands run in the first worker only, once, as in
+    // CoreDNS's single process.
+    if (workerId() > 1) return;
     const log = c.instance.log;
     // startup: caddy's InstanceStartupEvent, after the first start and after each successful reload.
     if (hooks.some((h) => h.event === 'startup')) c.onInstanceStartup(() => emit(hooks, 'startup', log));

@@ -10,11 +10,11 @@
 //   label is a MAC of the first, so only the block that sent a probe claims it;
 // * address classification and the remedies printed with every finding.
 
-import cluster from 'node:cluster';
 import { createHmac, randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import type { EdnsOption } from '../../wire/types.ts';
 import type { UpstreamOrigin } from './upstreams.ts';
+import { workerId } from './workers.ts';
 import { formatIPv4, formatIPv6Groups, ipv4Of, parseIP } from '../../wire/ip.ts';
 import { EdnsOption as OptionCode, ExtendedErrorCode } from '../../wire/constants.ts';
 
@@ -40,13 +40,13 @@ export const PROBE_MARKER = 'nodens-loop-probe';
 export const LOOP_SECRET_ENV = 'NODENS_LOOP_SECRET';
 
 /**
- * A new secret for one server (a lineage), or in a `-workers` child the one its
- * primary made: every worker of a server then recognises the server's probes
+ * A new secret for one server (a lineage), or in a `-workers` thread the one its
+ * supervisor made: every worker of a server then recognises the server's probes
  * and hop nonces, and two servers in one process never share an identity.
  */
 export function serverSecret(): Buffer {
   const inherited = process.env[LOOP_SECRET_ENV];
-  if (cluster.isWorker && inherited !== undefined && /^[0-9a-f]{64}$/.test(inherited)) return Buffer.from(inherited, 'hex');
+  if (workerId() > 0 && inherited !== undefined && /^[0-9a-f]{64}$/.test(inherited)) return Buffer.from(inherited, 'hex');
   return randomBytes(32);
 }
 

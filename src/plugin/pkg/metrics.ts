@@ -5,7 +5,6 @@
 // sets plugins up again and gets the same metric objects back, and counters
 // keep counting across reloads.
 
-import cluster from 'node:cluster';
 import type client from 'prom-client';
 // prom-client's modules one by one, not its index (src/types/prom-client-lib.d.ts says why).
 import Registry from 'prom-client/lib/registry.js';
@@ -13,6 +12,7 @@ import Counter from 'prom-client/lib/counter.js';
 import Gauge from 'prom-client/lib/gauge.js';
 import Histogram from 'prom-client/lib/histogram.js';
 import { processMetricsRegistry, type MetricsRegistry } from '../plugin.ts';
+import { WorkerMessage, onSupervisorMessage, toSupervisor, workerId, type WorkerMessageData } from './workers.ts';
 
 export type { MetricsRegistry };
 
@@ -95,57 +95,44 @@ export async function defineAllMetrics(reg: MetricsRegistry): Promise<void> {
   for (const get of everySet) get(reg);
 }
 
-// ---- several worker processes (nodens -workers N) ----
-// Each worker counts in its own registry; the primary process sums them with
-// prom-client's AggregatorRegistry, so whichever worker a scrape reaches, the
-// answer covers the whole server.
+// ---- several workers (nodens -workers N) ----
+// Each worker thread counts in its own registry. A scrape reaches one worker (all of them listen on the metrics
+// port); that worker asks the supervisor, which collects every worker's registry as JSON and sums them with
+// prom-client's AggregatorRegistry.aggregate, so whichever worker answers, the answer covers the whole server.
 
-
-const AGGREGATE_REQUEST = 'nodens:metrics:request';
-const AGGREGATE_REPLY = 'nodens:metrics:reply';
 let nextRequest = 0;
 const waiting = new Map<number, (text: string) => void>();
 
 /** The exposition text for /metrics: the server's registry; the process's is the sum of all workers' under -workers. */
 export function metricsText(reg: MetricsRegistry = registry): Promise<string> {
-  if (reg !== registry || !cluster.isWorker || process.send === undefined) return reg.metrics();
+  if (reg !== registry || workerId() === 0) return reg.metrics();
   const id = ++nextRequest;
   return new Promise((resolve, reject) => {
+    // No answer in time (the supervisor busy or gone): this worker's own counts rather than nothing.
     const timer = setTimeout(() => { waiting.delete(id); registry.metrics().then(resolve, reject); }, 2000);
     waiting.set(id, (text) => { clearTimeout(timer); resolve(text); });
-    process.send!({ type: AGGREGATE_REQUEST, id });
+    toSupervisor({ type: WorkerMessage.aggregateRequest, id });
   });
 }
 
 /** The content type of metricsText(). */
 export function metricsContentType(): string { return registry.contentType; }
 
-if (cluster.isWorker) {
-  // prom-client's aggregator asks each worker for these registries. Its worker side answers only once an
-  // AggregatorRegistry was constructed in the worker (the constructor installs the listener; setRegistries does
-  // not): without it the primary never heard back and every scrape fell back to one worker's own counts.
-  const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');
-  AggregatorRegistry.setRegistries([registry]);
-  new AggregatorRegistry();
-  process.on('message', (m: { type?: string; id?: number; text?: string }) => {
-    if (m?.type !== AGGREGATE_REPLY || m.id === undefined) return;
+onSupervisorMessage((m: WorkerMessageData) => {
+  if (m.type === WorkerMessage.collect) {
+    registry.getMetricsAsJSON().then(
+      (json) => { toSupervisor({ type: WorkerMessage.collected, rid: m.rid, json }); },
+      () => { toSupervisor({ type: WorkerMessage.collected, rid: m.rid, json: [] }); },
+    );
+  } else if (m.type === WorkerMessage.aggregateReply && m.id !== undefined) {
     const done = waiting.get(m.id);
     waiting.delete(m.id);
     done?.(m.text ?? '');
-  });
-}
+  }
+});
 
-/** In the primary: answer workers' aggregate requests. Returns a function that stops doing so. */
-export async function serveAggregatedMetrics(): Promise<() => void> {
+/** The sum of several workers' registries (each one `getMetricsAsJSON()`), as exposition text. */
+export async function aggregateMetrics(collected: unknown[][]): Promise<string> {
   const { default: AggregatorRegistry } = await import('prom-client/lib/cluster.js');
-  const aggregator = new AggregatorRegistry();
-  const onMessage = (worker: import('node:cluster').Worker, m: { type?: string; id?: number }): void => {
-    if (m?.type !== AGGREGATE_REQUEST) return;
-    aggregator.clusterMetrics().then(
-      (text) => { worker.send({ type: AGGREGATE_REPLY, id: m.id, text }); },
-      () => { worker.send({ type: AGGREGATE_REPLY, id: m.id, text: '' }); },
-    );
-  };
-  cluster.on('message', onMessage);
-  return () => { cluster.off('message', onMessage); };
+  return AggregatorRegistry.aggregate(collected as Parameters<typeof AggregatorRegistry.aggregate>[0]).metrics();
 }

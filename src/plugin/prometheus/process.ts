@@ -1,7 +1,8 @@
 // The process_* metrics of Go's Prometheus process collector (what CoreDNS's
 // /metrics shows), read from /proc at scrape time, with Go's names and help
-// texts. Under several workers the aggregator sums what adds up (CPU, memory,
-// descriptors) and keeps one value of the rest.
+// texts. Under -workers every worker thread reads the same process, so the
+// aggregator keeps one value of each (the largest: the latest reading of a
+// counter), never a sum.
 //
 // Where CoreDNS has the Go runtime's go_* metrics, nodens has prom-client's
 // standard nodejs_* ones (event-loop lag, heap, GC, handles): see
@@ -111,7 +112,7 @@ const startTime = (() => {
 /** Go's process collector's metrics, in a server's registry (read at scrape time). */
 export const processMetrics = metricSet((r) => {
   new Counter({
-    name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [r],
+    name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', registers: [r], aggregator: 'max',
     collect() {
       const f = statFields();
       if (f !== undefined) setCounter(this, (Number(f[11]) + Number(f[12])) / CLOCK_TICKS);
@@ -136,7 +137,7 @@ export const processMetrics = metricSet((r) => {
   });
 
   new Gauge({
-    name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [r],
+    name: 'process_open_fds', help: 'Number of open file descriptors.', registers: [r], aggregator: 'max',
     collect() {
       try {
         setGauge(this, readdirSync('/proc/self/fd').length);
@@ -145,7 +146,7 @@ export const processMetrics = metricSet((r) => {
   });
 
   new Gauge({
-    name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [r],
+    name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', registers: [r], aggregator: 'max',
     collect() {
       const f = statFields();
       setGauge(this, f !== undefined ? Number(f[21]) * PAGE_SIZE : process.memoryUsage.rss());
@@ -159,7 +160,7 @@ export const processMetrics = metricSet((r) => {
   });
 
   new Gauge({
-    name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [r],
+    name: 'process_virtual_memory_bytes', help: 'Virtual memory size in bytes.', registers: [r], aggregator: 'max',
     collect() {
       const f = statFields();
       if (f !== undefined) setGauge(this, Number(f[20]));
