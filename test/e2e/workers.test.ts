@@ -5,10 +5,14 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import dgram from 'node:dgram';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, freePort, startProcess } from '../helpers/server.ts';
+import { BIN, ROOT, freePort, startProcess } from '../helpers/server.ts';
+import { encodeMessage, newQuery } from '../../src/wire/index.ts';
 import { dig, status } from '../helpers/dig.ts';
 
 function childPids(pid: number): number[] {
@@ -95,5 +99,60 @@ test('-workers 2 with debug: a worker\'s unrecovered panic stops the whole serve
     assert.equal(p.stdout.some((l) => / exited \(2\); starting a new one/.test(l)), false, p.stdout.join('\n'));
   } finally {
     await p.stop();
+  }
+});
+
+test('-workers 2: a stdout reader that falls behind holds the workers back (as a process\'s full pipe does) instead of piling log lines up in memory', { timeout: 60_000 }, async () => {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-workers-log-'));
+  writeFileSync(join(dir, 'Corefile'), `.:${port} {\n  log\n  whoami\n}\n`);
+  const proc = spawn(BIN, ['-conf', join(dir, 'Corefile'), '-workers', '2'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let seen = '';
+      const onData = (c: Buffer): void => {
+        seen += c.toString();
+        if (seen.includes('CoreDNS-')) { proc.stdout!.off('data', onData); resolve(); }
+      };
+      proc.stdout!.on('data', onData);
+      proc.once('exit', (code) => { reject(new Error(`exited ${code}: ${seen}`)); });
+    });
+    proc.stdout!.pause(); // nobody reads the log any more: the pipe fills
+    const rssKiB = (): number => Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))![1]);
+    const before = rssKiB();
+    const sock = dgram.createSocket('udp4');
+    let answered = 0;
+    sock.on('message', () => { answered++; });
+    await new Promise<void>((r) => { sock.bind(0, '127.0.0.1', r); });
+    // 40,000 logged queries, 200 at a time on the wire at most (bounded in count and time).
+    const total = 40_000;
+    const started = Date.now();
+    for (let sent = 0; sent < total && Date.now() - started < 20_000;) {
+      if (sent - answered < 200) {
+        sock.send(encodeMessage({ ...newQuery(`q${sent}.example.org.`, 1), id: sent & 0xffff }), port, '127.0.0.1');
+        sent++;
+      } else {
+        await new Promise((r) => setTimeout(r, 5));
+        if (Date.now() - started > 3000 && answered < total / 2) break; // held back: the point of the test
+      }
+    }
+    const growthMiB = (rssKiB() - before) / 1024;
+    assert.ok(answered < total / 2, `${answered} of ${total} queries answered while the log went unread`);
+    assert.ok(growthMiB < 64, `RSS grew ${growthMiB.toFixed(1)} MiB while the log went unread`);
+    // Reading again releases the workers: answers resume.
+    proc.stdout!.resume();
+    const after = answered;
+    for (let i = 0; i < 50 && answered === after; i++) {
+      sock.send(encodeMessage({ ...newQuery('again.example.org.', 1), id: 4242 }), port, '127.0.0.1');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(answered > after, 'answers resume once the log is read');
+    sock.close();
+  } finally {
+    proc.stdout!.resume(); // a writer blocked on the full pipe could not act on the signal
+    proc.kill('SIGTERM');
+    const killer = setTimeout(() => { proc.kill('SIGKILL'); }, 10_000);
+    await new Promise((r) => { if (proc.exitCode !== null) r(null); else proc.once('exit', r); });
+    clearTimeout(killer);
   }
 });
