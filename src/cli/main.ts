@@ -8,8 +8,8 @@ import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
-import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat, versionText } from './serve.ts';
-import { workerId } from '../plugin/pkg/workers.ts';
+import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat } from './serve.ts';
+import { inWorkerThread } from '../plugin/pkg/workers.ts';
 import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
@@ -74,13 +74,11 @@ export async function main(argv: string[]): Promise<void> {
 
   const pidfile = flag('pidfile');
   const workers = parseWorkers(flag('workers'));
-  if (workers > 1 && workerId() === 0) {
-    // The supervisor's code, loaded only for -workers N.
-    const { runSupervisor } = await import('./workers.ts');
-    await runSupervisor(workers, pidfile, flag('quiet') === 'true' ? undefined : versionText());
-    return;
-  }
-  await serve({ conf: flag('conf'), port: flag('dns.port'), pidfile, quiet: flag('quiet') === 'true', registry });
+  // -workers N: this (main) thread serves as worker 1 and supervises the N - 1 threads serve() starts; a worker
+  // thread runs this same code with the same flags, and serves alone.
+  const asMain = workers > 1 && !inWorkerThread();
+  if (asMain) (await import('./supervisor.ts')).prepareWorkers(workers);
+  await serve({ conf: flag('conf'), port: flag('dns.port'), pidfile, quiet: flag('quiet') === 'true', registry, workers: asMain ? workers : 1 });
 }
 
 /** -workers N: 0 means one per CPU. */

@@ -12,7 +12,8 @@ import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import type { FlagSpec } from './flags.ts';
 import { printsZoneLines, printsVersionLines, reportWorkerReady, takeRelayedSignals } from './workers.ts';
-import { workerId } from '../plugin/pkg/workers.ts';
+import { inWorkerThread } from '../plugin/pkg/workers.ts';
+import type { Supervisor } from './supervisor.ts';
 
 /** CoreDNS's own flags (coremain/run.go, core/dnsserver/register.go). */
 export const COREDNS_FLAGS: FlagSpec[] = [
@@ -57,19 +58,27 @@ export function fatalStartup(message: string, goTimestamp = false): never {
 }
 
 /**
- * A -workers thread's log lines, written to fd 1 by the thread itself and blocking while the reader is behind, as a
- * process's stdout does: a thread's `process.stdout` would hand every line to the main thread, and a slow reader (a
- * full pipe) would then queue lines in memory without limit (measured: 650 MB in 10 s of logged queries behind a
- * stalled pipe) instead of holding the writer back. Node leaves a pipe's fd 1 non-blocking, so EAGAIN is waited out
- * here, 1 ms at a time. A line goes out in one write(2), so lines of several workers do not interleave.
+ * The command's log lines (the `log` plugin's too), written to fd 1 with one write(2) each and blocking while the
+ * reader is behind, as Go's log writes block CoreDNS. `process.stdout` would queue what a full pipe does not take,
+ * without limit (measured with `log` and a stalled reader: 890 MB in 8 s alone; in a -workers thread every line
+ * also went through the main thread). Node may leave a pipe's fd 1 non-blocking, so EAGAIN is waited out here,
+ * 1 ms at a time. One write(2) per line: lines of several -workers threads do not interleave.
  */
 const pause = new Int32Array(new SharedArrayBuffer(4));
 function writeLineBlocking(line: string): void {
-  const b = Buffer.from(line + '\n');
-  let off = 0;
-  while (off < b.length) {
+  const s = line + '\n';
+  let done = 0;
+  try {
+    done = writeSync(1, s); // the string as it is: no Buffer for the usual whole write
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+  }
+  const size = Buffer.byteLength(s);
+  if (done === size) return;
+  const b = Buffer.from(s);
+  while (done < size) {
     try {
-      off += writeSync(1, b, off);
+      done += writeSync(1, b, done);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
       Atomics.wait(pause, 0, 0, 1);
@@ -91,11 +100,13 @@ export interface ServeOptions {
   pidfile: string;
   quiet: boolean;
   registry: PluginRegistry;
+  /** -workers N: N > 1 makes this (main) thread worker 1 and starts N - 1 worker threads once it serves. */
+  workers?: number;
 }
 
 /** Load the Corefile, start the server, write the pidfile and handle signals until the process ends. */
 export async function serve(o: ServeOptions): Promise<void> {
-  if (workerId() > 0) setLogSink(writeLineBlocking);
+  setLogSink(writeLineBlocking);
   let input;
   try {
     input = loadCorefile(o.conf, o.port);
@@ -106,8 +117,8 @@ export async function serve(o: ServeOptions): Promise<void> {
   // The server logs through the CLI's logger, and a [FATAL] line ends the process with status 1, as in CoreDNS.
   log.onFatal = () => { runProcessExitHooks(); process.exit(1); };
   // Signals are handled from here on, as CoreDNS installs its traps before starting.
-  // Under -workers the supervisor owns the pidfile: a worker that stops leaves it alone.
-  const running = installSignals(o.conf, o.port, workerId() === 0 ? o.pidfile : '');
+  // Under -workers the main thread owns the pidfile: a worker thread that stops leaves it alone.
+  const running = installSignals(o.conf, o.port, inWorkerThread() ? '' : o.pidfile);
   let runtime: Runtime;
   try {
     runtime = await Runtime.start({
@@ -123,7 +134,7 @@ export async function serve(o: ServeOptions): Promise<void> {
     if (log.json) for (const g of runtime.instance.bannerGroups()) log.info(g.join('\n'));
     else out(runtime.instance.bannerLines().map((l) => l + '\n').join(''));
   }
-  if (o.pidfile !== '' && workerId() === 0) {
+  if (o.pidfile !== '' && !inWorkerThread()) {
     try {
       writeFileSync(o.pidfile, `${process.pid}\n`, { mode: 0o644 });
     } catch (e) {
@@ -134,6 +145,15 @@ export async function serve(o: ServeOptions): Promise<void> {
   if (!o.quiet && printsVersionLines()) out(versionText());
   reportWorkerReady();
 
+  if ((o.workers ?? 1) > 1) {
+    // -workers N: this thread serves as worker 1; the others start now, and the version lines follow once all serve.
+    const { startWorkers } = await import('./supervisor.ts');
+    const supervisor = startWorkers(o.workers!, { stop: (signal) => { process.emit(signal, signal); } });
+    running.setSupervisor(supervisor);
+    running.set(runtime);
+    if (await supervisor.ready && !supervisor.stopping && !o.quiet) out(versionText());
+    return;
+  }
   running.set(runtime);
 }
 
@@ -155,10 +175,16 @@ function removePidfile(pidfile: string): void {
   try { unlinkSync(pidfile); } catch { /* already gone */ }
 }
 
-/** Install CoreDNS's signal handling; `set` hands over the runtime once it has started. */
-function installSignals(conf: string, port: string, pidfile: string): { set(r: Runtime): void } {
+/**
+ * Install CoreDNS's signal handling; `set` hands over the runtime once it has started. Under -workers the main
+ * thread's handlers also relay each signal to the worker threads, and a stop waits for them all before the process
+ * exits with the worst status.
+ */
+function installSignals(conf: string, port: string, pidfile: string): { set(r: Runtime): void; setSupervisor(s: Supervisor): void } {
   let runtime: Runtime | undefined;
+  let supervisor: Supervisor | undefined;
   let pending: NodeJS.Signals | undefined;
+  const othersStopped = (signal: NodeJS.Signals): Promise<number> => (supervisor === undefined ? Promise.resolve(0) : supervisor.stopped(signal));
   // A stop signal during start-up is remembered and carried out once the server runs.
   const deferred = (signal: NodeJS.Signals): boolean => {
     if (runtime !== undefined) return false;
@@ -176,22 +202,26 @@ function installSignals(conf: string, port: string, pidfile: string): { set(r: R
     }
     interrupted = true;
     log.std('[INFO] SIGINT: Shutting down');
+    const others = othersStopped('SIGINT');
     runProcessExitHooks();
     removePidfile(pidfile);
-    void runtime!.stop().then((errors) => {
+    void runtime!.stop().then(async (errors) => {
       for (const e of errors) log.std(`[ERROR] SIGINT shutdown: ${e.message}`);
-      process.exit(errors.length > 0 ? 4 : 0);
+      const worst = await others;
+      process.exit(Math.max(errors.length > 0 ? 4 : 0, worst));
     });
   });
   process.on('SIGTERM', () => {
     if (deferred('SIGTERM')) return;
     log.std('[INFO] SIGTERM: Shutting down servers then terminating');
+    const others = othersStopped('SIGTERM');
     // Interception rules go before the listeners close, so no client is steered to a closed port.
     runProcessExitHooks();
-    void runtime!.stop().then((errors) => {
+    void runtime!.stop().then(async (errors) => {
       for (const e of errors) log.std(`[ERROR] SIGTERM shutdown: ${e.message}`);
+      const worst = await others;
       removePidfile(pidfile);
-      process.exit(errors.length > 0 ? 4 : 0);
+      process.exit(Math.max(errors.length > 0 ? 4 : 0, worst));
     });
   });
   process.on('SIGQUIT', () => {
@@ -203,6 +233,7 @@ function installSignals(conf: string, port: string, pidfile: string): { set(r: R
   process.on('SIGHUP', () => { /* ignored, as CoreDNS does */ });
   process.on('SIGUSR1', () => {
     if (runtime === undefined) return;
+    supervisor?.relay('SIGUSR1');
     log.std('[INFO] SIGUSR1: Reloading');
     let input;
     try {
@@ -218,6 +249,9 @@ function installSignals(conf: string, port: string, pidfile: string): { set(r: R
   // A -workers thread gets no signals of its own: the supervisor relays the process's.
   takeRelayedSignals();
   return {
+    setSupervisor(s: Supervisor) {
+      supervisor = s;
+    },
     set(r: Runtime) {
       runtime = r;
       // A stop signal that came during start-up is carried out now.

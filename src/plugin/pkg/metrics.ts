@@ -12,7 +12,7 @@ import Counter from 'prom-client/lib/counter.js';
 import Gauge from 'prom-client/lib/gauge.js';
 import Histogram from 'prom-client/lib/histogram.js';
 import { processMetricsRegistry, type MetricsRegistry } from '../plugin.ts';
-import { WorkerMessage, onSupervisorMessage, toSupervisor, workerId, type WorkerMessageData } from './workers.ts';
+import { WorkerMessage, inWorkerThread, onSupervisorMessage, toSupervisor, workerId, type WorkerMessageData } from './workers.ts';
 
 export type { MetricsRegistry };
 
@@ -96,19 +96,27 @@ export async function defineAllMetrics(reg: MetricsRegistry): Promise<void> {
 }
 
 // ---- several workers (nodens -workers N) ----
-// Each worker thread counts in its own registry. A scrape reaches one worker (all of them listen on the metrics
-// port); that worker asks the supervisor, which collects every worker's registry as JSON and sums them with
+// Each worker (the main thread and the worker threads) counts in its own registry. A scrape reaches one of them
+// (all listen on the metrics port); the main thread collects every worker's registry as JSON and sums them with
 // prom-client's AggregatorRegistry.aggregate, so whichever worker answers, the answer covers the whole server.
 
 let nextRequest = 0;
 const waiting = new Map<number, (text: string) => void>();
+/** In the main thread under -workers: the sum of every worker's registry (set by the supervisor). */
+let sumOfWorkers: (() => Promise<string>) | undefined;
+
+/** The supervisor's way to sum the workers' metrics, for scrapes that reach the main thread. */
+export function setWorkersMetrics(sum: () => Promise<string>): void {
+  sumOfWorkers = sum;
+}
 
 /** The exposition text for /metrics: the server's registry; the process's is the sum of all workers' under -workers. */
 export function metricsText(reg: MetricsRegistry = registry): Promise<string> {
   if (reg !== registry || workerId() === 0) return reg.metrics();
+  if (!inWorkerThread()) return sumOfWorkers !== undefined ? sumOfWorkers() : reg.metrics();
   const id = ++nextRequest;
   return new Promise((resolve, reject) => {
-    // No answer in time (the supervisor busy or gone): this worker's own counts rather than nothing.
+    // No answer in time (the main thread busy): this worker's own counts rather than nothing.
     const timer = setTimeout(() => { waiting.delete(id); registry.metrics().then(resolve, reject); }, 2000);
     waiting.set(id, (text) => { clearTimeout(timer); resolve(text); });
     toSupervisor({ type: WorkerMessage.aggregateRequest, id });

@@ -1,23 +1,37 @@
 // `nodens -workers N`: N threads of one process (node:worker_threads), each running the whole configuration on
 // SO_REUSEPORT sockets. Threads rather than processes: the node executable's pages, the shared libraries and the
-// process's own overhead are paid once, not N + 1 times (measured at two workers under the hosts load: peak RSS
-// 111 MB against 197 MB for a primary and two forked workers, at the same QPS; docs/performance-notes.md).
+// process's own overhead are paid once, not N + 1 times (docs/performance-notes.md: "-workers N as threads").
 //
-// What a plugin may need to know: whether this thread is one of those workers, and which. The main thread
-// supervises (src/cli/workers.ts) and talks to each worker over its parentPort with the messages below.
+// The main thread serves as worker 1 and supervises; worker threads 2..N talk to it over their parentPort with the
+// messages below. What a plugin may need to know: whether it runs as one of several workers, and which.
 
 import { isMainThread, parentPort } from 'node:worker_threads';
 
-/** The environment variable that numbers a -workers thread (1..N); set only in those threads' environments. */
+/** The environment variable that numbers a -workers thread (2..N); set only in those threads' environments. */
 export const WORKER_ID_ENV = 'NODENS_WORKER_ID';
 
-/** This thread's number under -workers (1..N); 0 when the process serves alone (or this is the supervisor). */
+let workerCount = 0;
+
+/** Called by the command in the main thread of `nodens -workers N` (N > 1), before its own server starts. */
+export function setWorkerCount(n: number): void {
+  workerCount = n;
+}
+
+/**
+ * This thread's number under -workers: 1 for the main thread (which serves too), 2..N for the worker threads;
+ * 0 when the process serves alone.
+ */
 export function workerId(): number {
-  if (isMainThread || parentPort === null) return 0;
+  if (isMainThread || parentPort === null) return workerCount > 1 ? 1 : 0;
   const v = process.env[WORKER_ID_ENV];
   if (v === undefined) return 0; // an embedding application's own worker thread
   const n = Number(v);
-  return Number.isInteger(n) && n > 0 ? n : 0;
+  return Number.isInteger(n) && n > 1 ? n : 0;
+}
+
+/** Whether this is one of the worker threads (2..N) of -workers, not the main thread. */
+export function inWorkerThread(): boolean {
+  return workerId() > 1;
 }
 
 /** Messages between the supervisor and its workers. */
@@ -45,9 +59,9 @@ export interface WorkerMessageData {
   json?: unknown[];
 }
 
-/** Post `m` to the supervisor (nothing outside -workers). */
+/** Post `m` to the supervisor (nothing outside a worker thread). */
 export function toSupervisor(m: WorkerMessageData): void {
-  if (workerId() > 0) parentPort!.postMessage(m);
+  if (inWorkerThread()) parentPort!.postMessage(m);
 }
 
 /**
@@ -55,7 +69,7 @@ export function toSupervisor(m: WorkerMessageData): void {
  * ends when its server does.
  */
 export function onSupervisorMessage(f: (m: WorkerMessageData) => void): void {
-  if (workerId() === 0) return;
+  if (!inWorkerThread()) return;
   parentPort!.on('message', (m: WorkerMessageData) => { if (typeof m?.type === 'string') f(m); });
   parentPort!.unref();
 }

@@ -1,0 +1,146 @@
+// The supervision of `-workers N` (see workers.ts), loaded only then: the main thread serves as worker 1 and runs
+// this beside its own server.
+
+import { Worker } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import { log } from '../core/log.ts';
+import { PANIC_EXIT_STATUS } from './panic.ts';
+import { LOOP_SECRET_ENV } from '../plugin/pkg/loopguard.ts';
+import { WORKER_ID_ENV, WorkerMessage, setWorkerCount, type WorkerMessageData } from '../plugin/pkg/workers.ts';
+
+/**
+ * In the main thread, before its own server starts: this process serves as `count` workers. Every worker shares
+ * one loop identity (the secret in the environment the threads inherit), so each recognises the probes and hop
+ * nonces of the others.
+ */
+export function prepareWorkers(count: number): void {
+  setWorkerCount(count);
+  process.env[LOOP_SECRET_ENV] = randomBytes(32).toString('hex');
+}
+
+/** How long a metrics collection waits for the worker threads before summing those that answered. */
+const COLLECT_TIMEOUT_MS = 1500;
+
+/** What the main thread's server hands the supervisor: how to stop it when a worker thread fails. */
+export interface SupervisorHooks {
+  /** Stop the whole server (the main thread's own stop path, which then waits for the threads: `stopped`). */
+  stop(signal: NodeJS.Signals): void;
+}
+
+export interface Supervisor {
+  /** Relay `signal` to every worker thread. */
+  relay(signal: NodeJS.Signals): void;
+  /** Stop every worker thread (relays `signal`) and resolve with the worst of their exit statuses once all ended. */
+  stopped(signal: NodeJS.Signals): Promise<number>;
+  /** Resolves when every thread serves, false when one ended during start-up (the server is being stopped). */
+  ready: Promise<boolean>;
+  /** A stop has begun. */
+  readonly stopping: boolean;
+}
+
+/**
+ * Starts worker threads 2..count once the main thread serves. A thread runs the same script (bin.js or the bundle)
+ * with the same arguments.
+ */
+export function startWorkers(count: number, hooks: SupervisorHooks): Supervisor {
+  const metrics = import('../plugin/pkg/metrics.ts');
+  let stopping = false;
+  let worst = 0;
+  const workers = new Map<number, Worker>();
+  const entry = process.argv[1]!;
+
+  // Metrics: a scrape on any worker is answered with the sum of the main thread's registry and every thread's.
+  let nextCollection = 0;
+  const collections = new Map<number, { got: unknown[][]; want: number; done: () => void }>();
+  const sum = async (): Promise<string> => {
+    const { aggregateMetrics, registry } = await metrics;
+    const own = await registry.getMetricsAsJSON();
+    return new Promise((resolve) => {
+      const rid = ++nextCollection;
+      const got: unknown[][] = [own];
+      let finished = false;
+      const done = (): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timer);
+        collections.delete(rid);
+        aggregateMetrics(got).then(resolve, () => { resolve(''); });
+      };
+      const timer = setTimeout(done, COLLECT_TIMEOUT_MS);
+      collections.set(rid, { got, want: workers.size + 1, done });
+      for (const w of workers.values()) w.postMessage({ type: WorkerMessage.collect, rid });
+      if (workers.size === 0) done();
+    });
+  };
+  void metrics.then((m) => { m.setWorkersMetrics(sum); });
+  const onMessage = (w: Worker, m: WorkerMessageData): void => {
+    if (m?.type === WorkerMessage.aggregateRequest) {
+      sum().then((text) => { w.postMessage({ type: WorkerMessage.aggregateReply, id: m.id, text }); }, () => { /* cannot fail */ });
+    } else if (m?.type === WorkerMessage.collected && m.rid !== undefined) {
+      const c = collections.get(m.rid);
+      if (c === undefined) return; // too late: summed without it
+      c.got.push(m.json ?? []);
+      if (c.got.length >= c.want) c.done();
+    }
+  };
+
+  let started = false;
+  const start = (id: number): Promise<void> => new Promise((resolve, reject) => {
+    const w = new Worker(entry, {
+      argv: process.argv.slice(2),
+      env: { ...process.env, [WORKER_ID_ENV]: String(id) },
+      // the thread's name in ps -L, top -H and /proc/<pid>/task/*/comm (15 characters at most)
+      name: `nodens-worker-${id}`,
+    });
+    workers.set(id, w);
+    let ready = false;
+    w.on('message', (m: WorkerMessageData) => {
+      if (m?.type === WorkerMessage.ready && !ready) {
+        ready = true;
+        resolve();
+        return;
+      }
+      onMessage(w, m);
+    });
+    // An uncaught exception ends the thread (status 1), as it would end a process; serve.ts's panic handler
+    // reports it first. Node also hands it to the main thread: nothing more to print.
+    w.on('error', () => { /* reported by the worker, and by its exit status */ });
+    w.once('exit', (code) => {
+      workers.delete(id);
+      if (!ready) reject(new Error(`exit ${code}`));
+      if (code !== 0) worst = Math.max(worst, code);
+      if (stopping) return;
+      if (code === 1 || code === PANIC_EXIT_STATUS || !started) {
+        // A fatal error (start-up failure, loop detected), an unrecovered panic (debug on), or any end before
+        // the server was up: the whole server stops with that status, as CoreDNS would.
+        if (code === 0) worst = Math.max(worst, 1);
+        hooks.stop('SIGTERM');
+        return;
+      }
+      log.error(`worker ${id} exited (${code}); starting a new one`);
+      start(id).catch(() => { /* reported by its own exit */ });
+    });
+  });
+
+  const supervisor: Supervisor = {
+    ready: Promise.all(Array.from({ length: count - 1 }, (_, i) => start(i + 2))).then(
+      () => { started = true; return true; },
+      () => false, // a thread ended during start-up: its exit handler is stopping the server
+    ),
+    get stopping() { return stopping; },
+    relay(signal) {
+      for (const w of workers.values()) w.postMessage({ type: WorkerMessage.signal, signal });
+    },
+    stopped(signal) {
+      if (!stopping) {
+        stopping = true;
+        supervisor.relay(signal);
+      }
+      return new Promise((resolve) => {
+        const check = (): void => { if (workers.size === 0) resolve(worst); else setTimeout(check, 20); };
+        check();
+      });
+    },
+  };
+  return supervisor;
+}
