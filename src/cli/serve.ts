@@ -148,7 +148,7 @@ export async function serve(o: ServeOptions): Promise<void> {
   if ((o.workers ?? 1) > 1) {
     // -workers N: this thread serves as worker 1; the others start now, and the version lines follow once all serve.
     const { startWorkers } = await import('./supervisor.ts');
-    const supervisor = startWorkers(o.workers!, { stop: (signal) => { process.emit(signal, signal); } });
+    const supervisor = startWorkers(o.workers!, (signal) => { process.emit(signal, signal); });
     running.setSupervisor(supervisor);
     running.set(runtime);
     if (await supervisor.ready && !supervisor.stopping && !o.quiet) out(versionText());

@@ -1,5 +1,8 @@
-// The supervision of `-workers N` (see workers.ts), loaded only then: the main thread serves as worker 1 and runs
-// this beside its own server.
+// The supervision of `-workers N`, loaded only then. The main thread serves as worker 1 and, once it serves, starts
+// N - 1 worker threads (node:worker_threads) that each run the whole configuration on the same SO_REUSEPORT sockets,
+// with a cache of their own. Beside its own server it relays signals to the threads (serve.ts's handlers call
+// `relay` and `stopped`), starts a thread again if it ends, stops the server when one fails, and sums the workers'
+// metrics for /metrics (pkg/metrics).
 
 import { Worker } from 'node:worker_threads';
 import { randomBytes } from 'node:crypto';
@@ -21,12 +24,6 @@ export function prepareWorkers(count: number): void {
 /** How long a metrics collection waits for the worker threads before summing those that answered. */
 const COLLECT_TIMEOUT_MS = 1500;
 
-/** What the main thread's server hands the supervisor: how to stop it when a worker thread fails. */
-export interface SupervisorHooks {
-  /** Stop the whole server (the main thread's own stop path, which then waits for the threads: `stopped`). */
-  stop(signal: NodeJS.Signals): void;
-}
-
 export interface Supervisor {
   /** Relay `signal` to every worker thread. */
   relay(signal: NodeJS.Signals): void;
@@ -40,9 +37,10 @@ export interface Supervisor {
 
 /**
  * Starts worker threads 2..count once the main thread serves. A thread runs the same script (bin.js or the bundle)
- * with the same arguments.
+ * with the same arguments. `stopServer` is the main thread's own stop path (which then waits for the threads with
+ * `stopped`), taken when a worker thread fails.
  */
-export function startWorkers(count: number, hooks: SupervisorHooks): Supervisor {
+export function startWorkers(count: number, stopServer: (signal: NodeJS.Signals) => void): Supervisor {
   const metrics = import('../plugin/pkg/metrics.ts');
   let stopping = false;
   let worst = 0;
@@ -114,7 +112,7 @@ export function startWorkers(count: number, hooks: SupervisorHooks): Supervisor 
         // A fatal error (start-up failure, loop detected), an unrecovered panic (debug on), or any end before
         // the server was up: the whole server stops with that status, as CoreDNS would.
         if (code === 0) worst = Math.max(worst, 1);
-        hooks.stop('SIGTERM');
+        stopServer('SIGTERM');
         return;
       }
       log.error(`worker ${id} exited (${code}); starting a new one`);

@@ -1,12 +1,6 @@
-// `-workers N`: serve on several cores. The main thread serves as worker 1 and starts N - 1 worker threads
-// (node:worker_threads), each running the whole configuration on SO_REUSEPORT sockets, so the kernel spreads
-// queries over them; each has its own cache. The main thread also relays signals to the threads, starts a thread
-// again if it ends, sums the workers' metrics for /metrics (pkg/metrics) and, on stop, waits for every thread before
-// the process exits with the worst status. Threads, not processes: one copy of Node in memory instead of N + 1
-// (src/plugin/pkg/workers.ts).
-
-// This module is what every server needs to know about -workers (serve.ts imports it); the supervision itself,
-// loaded only with -workers N, is in supervisor.ts.
+// `-workers N`, what every server needs to know (serve.ts imports this module): which thread prints what, and how
+// a worker thread hears of signals and says it serves. The main thread serves as worker 1 and supervises the others
+// (supervisor.ts, loaded only with -workers N); src/plugin/pkg/workers.ts says why threads and not processes.
 
 import { WorkerMessage, inWorkerThread, onSupervisorMessage, toSupervisor, workerId } from '../plugin/pkg/workers.ts';
 

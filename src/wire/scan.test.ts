@@ -90,24 +90,36 @@ function pointerize(wire: Buffer, rdlenAt: number): Buffer {
   return out;
 }
 
-test('hasCompressionPointer: owner names, and the names inside rdata of every type the decoder expands', () => {
-  const rdata = [
+/** Rdata of name-bearing types whose names the decoder expands (and a sender may have compressed). */
+const NAME_RDATA = [
     'NS ns.example.org.', 'CNAME t.example.org.', 'PTR t.example.org.', 'DNAME t.example.org.', 'MX 10 mx.example.org.',
     'SOA ns.example.org. host.example.org. 1 2 3 4 5', 'SRV 1 2 3 t.example.org.',
     'NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp.example.org.', 'RP m.example.org. t.example.org.', 'AFSDB 1 t.example.org.',
-    'RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA', 'NSEC t.example.org. A', 'HTTPS 1 t.example.org.',
-  ];
+    'RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA',
+];
+
+/**
+ * A reply whose second answer is `other. 60 IN <text>`: question, owners and rdata names share no suffix but
+ * example.org., which only the first answer's owner and the rdata carry, so a pointer can only be made in the
+ * rdata. `packed` is that reply with the rdata's example.org. made a pointer (undefined when the rdata has none).
+ */
+function otherRecord(text: string): { plain: Buffer; packed: Buffer | undefined } {
+  const m = newQuery('q.', 1);
+  m.qr = true;
+  m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
+  const plain = encodeMessage(m);
+  const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
+  const packed = plain.includes(Buffer.from('\x07example\x03org\x00', 'latin1'), rrStart) ? pointerize(plain, rrStart + 7 + 8) : undefined;
+  return { plain, packed };
+}
+
+test('hasCompressionPointer: owner names, and the names inside rdata of every type the decoder expands', () => {
+  const rdata = [...NAME_RDATA, 'NSEC t.example.org. A', 'HTTPS 1 t.example.org.'];
   for (const text of rdata) {
-    // Question, owners and rdata names share no suffix but example.org., which only the first answer's
-    // owner and the rdata carry: a pointer can only be made in the rdata.
-    const m = newQuery('q.', 1);
-    m.qr = true;
-    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
-    const plain = encodeMessage(m);
+    const { plain, packed } = otherRecord(text);
     assert.equal(hasCompressionPointer(plain), false, text);
-    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
-    assert.equal(hasCompressionPointer(pointerize(plain, rrStart + 7 + 8)), true, text);
-    assert.ok(decodeMessage(pointerize(plain, rrStart + 7 + 8)), 'the decoder expands it');
+    assert.equal(hasCompressionPointer(packed!), true, text);
+    assert.ok(decodeMessage(packed!), 'the decoder expands it');
   }
   const plain = reply(true, false);
   assert.equal(hasCompressionPointer(plain), false);
@@ -130,20 +142,10 @@ function reencoded(wire: Uint8Array): Buffer | undefined {
 }
 
 test('expandNames: the bytes of decoding and re-encoding, for compressed owners, question and rdata names', () => {
-  const rdata = [
-    'NS ns.example.org.', 'CNAME t.example.org.', 'PTR t.example.org.', 'DNAME t.example.org.', 'MX 10 mx.example.org.',
-    'SOA ns.example.org. host.example.org. 1 2 3 4 5', 'SRV 1 2 3 t.example.org.',
-    'NAPTR 100 10 "S" "SIP+D2U" "" _sip._udp.example.org.', 'RP m.example.org. t.example.org.', 'AFSDB 1 t.example.org.',
-    'RRSIG A 8 2 300 20240101000000 20231201000000 1 example.org. AAAA', 'TXT "\\192\\012" "example"',
-    'AAAA 2001:db8::1',
-  ];
+  const rdata = [...NAME_RDATA, 'TXT "\\192\\012" "example"', 'AAAA 2001:db8::1'];
   for (const text of rdata) {
-    const m = newQuery('q.', 1);
-    m.qr = true;
-    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
-    const plain = encodeMessage(m);
-    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
-    const packed = plain.includes(Buffer.from('\x07example\x03org\x00', 'latin1'), rrStart) ? pointerize(plain, rrStart + 7 + 8) : plain;
+    const { plain, packed: withPointer } = otherRecord(text);
+    const packed = withPointer ?? plain;
     assert.deepEqual(expandNames(packed), plain, text);
     assert.deepEqual(expandNames(packed), reencoded(packed), text);
   }
@@ -172,12 +174,7 @@ test('expandNames leaves to the decoder whatever is not plainly framed', () => {
   assert.equal(expandNames(counts), undefined, 'a count that is a lie');
   // HTTPS and NSEC: the decoder parses past the names
   for (const text of ['HTTPS 1 t.example.org. alpn=h2', 'NSEC t.example.org. A']) {
-    const m = newQuery('q.', 1);
-    m.qr = true;
-    m.answer.push(parseRecord('example.org. 60 IN A 192.0.2.1'), parseRecord(`other. 60 IN ${text}`));
-    const plain = encodeMessage(m);
-    const rrStart = plain.indexOf(Buffer.from('\x05other\x00', 'latin1'));
-    assert.equal(expandNames(pointerize(plain, rrStart + 7 + 8)), undefined, text);
+    assert.equal(expandNames(otherRecord(text).packed!), undefined, text);
   }
   // A with rdlength 5: the decoder's error, not a copy
   const a = newQuery('q.', 1);

@@ -155,7 +155,8 @@ export function withoutOpt(buf: Uint8Array): Uint8Array {
 
 /**
  * Where the names sit in the rdata of the types whose names a sender may compress (the ones the decoder
- * expands): bytes before the first name, and how many names follow back to back. NAPTR is walked apart.
+ * expands): bytes before the first name, and how many names follow back to back. NAPTR is walked apart
+ * (rdataNameRun).
  */
 function rdataNames(type: number): number {
   switch (type) {
@@ -174,6 +175,20 @@ function rdataNames(type: number): number {
     default:
       return 0;
   }
+}
+
+/**
+ * Where the names of a record's rdata `b[start, end)` begin and how many follow back to back, packed as
+ * `(offset << 2) | count` (count 0: the type has none). NAPTR's name comes after three character-strings.
+ */
+function rdataNameRun(b: Uint8Array, type: number, start: number, end: number): number {
+  if (type === 35) { // NAPTR: order, preference, three character-strings, replacement
+    let at = start + 4;
+    for (let s = 0; s < 3 && at < end; s++) at += 1 + b[at]!;
+    return (at << 2) | 1;
+  }
+  const n = rdataNames(type);
+  return ((start + (n >> 8)) << 2) | (n & 0xff);
 }
 
 /** Whether the name at `off` uses a compression pointer; -1 when it runs off the buffer. */
@@ -215,16 +230,9 @@ export function hasCompressionPointer(b: Uint8Array): boolean {
     const start = p + 10;
     const end = start + rdlen;
     if (end > b.length) return true;
-    let at = start;
-    let names = rdataNames(type);
-    if (type === 35) {          // NAPTR: order, preference, three character-strings, replacement
-      at += 4;
-      for (let s = 0; s < 3 && at < end; s++) at += 1 + b[at]!;
-      names = 1;
-    } else {
-      at += names >> 8;
-      names &= 0xff;
-    }
+    const run = rdataNameRun(b, type, start, end);
+    let at = run >> 2;
+    const names = run & 3;
     for (let k = 0; k < names && at < end; k++) {
       const r = namePointer(b, at, end);
       if (r.next < 0 || r.pointer) return true;
@@ -374,17 +382,9 @@ export function expandNames(b: Uint8Array): Buffer | undefined {
     if (!copyBytes(b, p, start)) return undefined; // type, class, TTL, rdlength (rewritten below)
     const rdataAt = X;
     if (rdlen !== 0) {
-      let at = start;
-      let names = rdataNames(type);
-      if (type === 35) { // NAPTR: order, preference, three character-strings, replacement
-        at += 4;
-        for (let s = 0; s < 3 && at < end; s++) at += 1 + b[at]!;
-        if (at >= end) return undefined;
-        names = 1;
-      } else {
-        at += names >> 8;
-        names &= 0xff;
-      }
+      const run = rdataNameRun(b, type, start, end);
+      let at = run >> 2;
+      const names = run & 3;
       if (names === 0) {
         // Only rdata the decoder cannot reject once framed; other types (TSIG, DNSKEY, CAA...) take its path.
         if (type === RRType.A) {
