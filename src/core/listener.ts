@@ -158,8 +158,15 @@ export class DnsListener implements ServerListener {
     throw lastErr;
   }
 
-  private bindUdp(family: 4 | 6): Promise<void> {
-    if (this.port === 0) this.requestedPortZero = true;
+  private async bindUdp(family: 4 | 6): Promise<void> {
+    if (this.port === 0) {
+      this.requestedPortZero = true;
+      try {
+        this.port = await exclusiveUdpPort(this.bindHost(family), family);
+      } catch (e) {
+        throw listenError('ListenPacket', 'udp', this.host, 0, e as Error);
+      }
+    }
     // The addon binds IP literals only (anything else, which the listen addresses never are, goes to dgram).
     // The wildcards are literals without asking net.isIP: its IPv6 pattern costs ~6 ms of start to compile.
     const bound = this.bindHost(family).split('%')[0]!;
@@ -172,7 +179,7 @@ export class DnsListener implements ServerListener {
       try {
         sock = NativeUdp.open(addon, host, this.port, UDP_RECV_BUFFER, this.onNativeQuery);
       } catch (e) {
-        return Promise.reject(listenError('ListenPacket', 'udp', this.host, this.port, e as Error));
+        throw listenError('ListenPacket', 'udp', this.host, this.port, e as Error);
       }
       this.udp = sock;
       this.port = sock.port;
@@ -180,7 +187,7 @@ export class DnsListener implements ServerListener {
       this.udpLocalAddress = plainAddress(host);
       this.udpLocalPort = sock.port;
       if (this.table.udpWriter !== undefined) this.writerFor(this.table, sock, this.udpLocalAddress, this.udpLocalPort);
-      return Promise.resolve();
+      return;
     }
     // A receive buffer of up to UDP_RECV_BUFFER (the kernel caps it at net.core.rmem_max): one event
     // loop stalls for a GC pause or a busy CPU, and at thousands of queries a second the default
@@ -354,6 +361,24 @@ export class DnsListener implements ServerListener {
     else if (udp) await new Promise<void>((r) => { try { udp.close(() => { r(); }); } catch { r(); } });
     if (tcp) await new Promise<void>((r) => { tcp.close(() => { r(); }); });
   }
+}
+
+/**
+ * A UDP port nobody holds, for a listener asked for port 0. The kernel's own pick for a socket with SO_REUSEADDR and
+ * SO_REUSEPORT (which the listeners need for -workers and multisocket) may be a port that another such socket of
+ * the same user holds: the new socket then joins that one's group and takes a share of its queries (seen in the
+ * test suite as one server answering another's query). A plain socket's pick is a port nobody holds: take it, let
+ * it go, and bind the listener to it.
+ */
+function exclusiveUdpPort(host: string, family: 4 | 6): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literalLookup });
+    probe.once('error', reject);
+    probe.bind(0, host, () => {
+      const port = probe.address().port;
+      probe.close(() => { resolve(port); });
+    });
+  });
 }
 
 /**
