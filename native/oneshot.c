@@ -14,9 +14,13 @@
 //   setup(deliver) -> [ArrayBuffer data, ArrayBuffer meta]   deliver(n) is called with n entries in meta,
 //                     3 int32 each: fd, offset in data, length (or -errno)
 //   sockaddr(ip, port) -> ArrayBuffer | null                 an IP literal packed as a sockaddr (null: not one)
-//   send(dst, src | null, query) -> number                   fd * 65536 + local port (0: the kernel's pick, not
+//   send(dst, src | null, query, anyKernelPort?) -> number   fd * 65536 + local port (0: the kernel's pick, not
 //                                                            looked up), or -(stage * 4096 + errno)
-//                                                            (stage 1 socket, 2 bind, 3 connect, 4 send)
+//                                                            (stage 1 socket, 2 bind, 3 connect, 4 send);
+//                                                            anyKernelPort: the query carries enough entropy of
+//                                                            its own (0x20) that the kernel's pick in its range
+//                                                            will do: always a recycled socket, no draw
+//   kernelPorts() -> number                                  ports in ip_local_port_range not to avoid (0: unknown)
 //   resend(fd, query) -> number                              send again on an open socket (reuse_udp_sockets
 //                                                            pools them): 0, or -(4 * 4096 + errno)
 //   close(fd)                                                end of the query: recycle the socket (below) or
@@ -96,7 +100,7 @@ typedef struct {
   uint16_t rnd[512];
   int rnd_at;
   uint8_t avoid[65536 / 8];
-  // Some port to avoid lies in the kernel's range: its picks are then looked up (getsockname) and checked.
+  // Ports to avoid in the kernel's range: its picks are then looked up (getsockname) and checked.
   int avoid_in_range;
   napi_async_cleanup_hook_handle cleanup;
 } state_t;
@@ -360,12 +364,14 @@ static const addr_t *addr_arg(napi_env env, napi_value v) {
 }
 
 static napi_value js_send(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
+  size_t argc = 4;
+  napi_value argv[4];
   state_t *s = state_of(env, info, &argc, argv);
   if (s == NULL) return NULL;
   napi_valuetype st = napi_undefined;
   const addr_t *dst = argc >= 3 ? addr_arg(env, argv[0]) : NULL;
+  bool any_kernel_port = false;
+  if (argc >= 4 && napi_get_value_bool(env, argv[3], &any_kernel_port) != napi_ok) any_kernel_port = false;
   const addr_t *src = NULL;
   if (dst != NULL && napi_typeof(env, argv[1], &st) == napi_ok && st != napi_null && st != napi_undefined)
     src = addr_arg(env, argv[1]);
@@ -381,10 +387,14 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   }
   int stage = 1, port = 0;
   int f = dst->sa.ss_family == AF_INET6 ? 1 : 0;
-  int drawn = random_port(s);
-  // A draw in the kernel's range: an unbound socket (an idle recycled one when there is one) and the kernel's own
-  // uniform pick in that range at connect. With a source address every socket is bound by hand, as before.
-  int kernel = src == NULL && drawn >= s->eph_lo && drawn <= s->eph_hi;
+  // A draw in the kernel's range (or any query whose own entropy lets the kernel's range do): an unbound socket (an
+  // idle recycled one when there is one) and the kernel's own uniform pick in that range at connect. With a source
+  // address every socket is bound by hand, as before.
+  // Not when a 64th of the range or more is to be avoided: PORT_TRIES picks could then all land on such ports.
+  int any = any_kernel_port && s->eph_lo <= s->eph_hi && 64 * s->avoid_in_range < s->eph_hi - s->eph_lo + 1;
+  int drawn = any ? 0 : random_port(s);
+  int kernel = src == NULL && (any || (drawn >= s->eph_lo && drawn <= s->eph_hi));
+  if (!kernel && drawn == 0) drawn = random_port(s);
   int recycled = 0, fd = -1;
   if (kernel && s->idle_n[f] > 0) {
     fd = s->idle[f][--s->idle_n[f]];
@@ -466,6 +476,15 @@ static napi_value js_send(napi_env env, napi_callback_info info) {
   return out;
 }
 
+static napi_value js_kernel_ports(napi_env env, napi_callback_info info) {
+  size_t argc = 0;
+  state_t *s = state_of(env, info, &argc, NULL);
+  if (s == NULL) return NULL;
+  napi_value out;
+  napi_create_int32(env, s->eph_lo <= s->eph_hi ? s->eph_hi - s->eph_lo + 1 - s->avoid_in_range : 0, &out);
+  return out;
+}
+
 static napi_value js_resend(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -542,8 +561,9 @@ static napi_value js_avoid(napi_env env, napi_callback_info info) {
   if (s == NULL) return NULL;
   int32_t port = -1;
   if (argc >= 1 && napi_get_value_int32(env, argv[0], &port) == napi_ok && port > 0 && port < 65536) {
-    s->avoid[port >> 3] |= (uint8_t)(1u << (port & 7));
-    if (port >= s->eph_lo && port <= s->eph_hi) s->avoid_in_range = 1;
+    unsigned bit = 1u << (port & 7);
+    if (!(s->avoid[port >> 3] & bit) && port >= s->eph_lo && port <= s->eph_hi) s->avoid_in_range++;
+    s->avoid[port >> 3] |= (uint8_t)bit;
   }
   return NULL;
 }
@@ -625,7 +645,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
   } fns[] = {{"setup", js_setup}, {"sockaddr", js_sockaddr}, {"send", js_send},
              {"close", js_close}, {"local", js_local},       {"open", js_open},
              {"avoid", js_avoid}, {"resend", js_resend},
-             {"trim", js_trim},   {"idle", js_idle}};
+             {"trim", js_trim},   {"idle", js_idle},         {"kernelPorts", js_kernel_ports}};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     napi_value f;
     if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, s, &f) != napi_ok ||

@@ -17,7 +17,8 @@ export type Action =
   | { kind: 'drop' }
   | { kind: 'reset' };
 
-export interface Seen { name: string; type: number; proto: 'udp' | 'tcp'; id: number; srcPort: number; ad: boolean; rd: boolean; do: boolean }
+/** `name` lower-cased (UDP queries arrive with their letters in random case, 0x20); `spelled` as it arrived. */
+export interface Seen { name: string; spelled: string; type: number; proto: 'udp' | 'tcp'; id: number; srcPort: number; ad: boolean; rd: boolean; do: boolean }
 
 export class FakeUpstream {
   port = 0;
@@ -66,7 +67,7 @@ export class FakeUpstream {
     let q: wire.Message;
     try { q = wire.decodeMessage(m); } catch { return; }
     const qq = q.question[0]!;
-    this.seen.push({ name: qq.name, type: qq.type, proto, id: q.id, srcPort, ad: q.ad, rd: q.rd, do: q.edns?.do ?? false });
+    this.seen.push({ name: qq.name.toLowerCase(), spelled: qq.name, type: qq.type, proto, id: q.id, srcPort, ad: q.ad, rd: q.rd, do: q.edns?.do ?? false });
     const a = this.behave(q, proto);
     if (a.kind === 'drop') return;
     if (a.kind === 'reset') { reset?.(); return; }

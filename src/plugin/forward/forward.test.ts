@@ -23,8 +23,14 @@ import { nativeOpenSockets, oneshotAddon } from '../pkg/proxy/native-udp.ts';
 
 // ---- scripted upstreams -------------------------------------------------------------------------
 
+/** A query's name lower-cased: what scripts match on (over UDP its letters arrive in random case). */
+const qname = (q: Message): string => q.question[0]!.name.toLowerCase();
+
 interface Seen {
+  /** The question name lower-cased (UDP queries go out in random case, 0x20). */
   name: string;
+  /** The question name as it arrived. */
+  spelled: string;
   type: number;
   proto: 'udp' | 'tcp';
   id: number;
@@ -140,7 +146,7 @@ class Upstream {
     try { q = decodeMessage(m); } catch { return; }
     const qq = q.question[0];
     if (qq === undefined) return;
-    this.seen.push({ name: qq.name, type: qq.type, proto, id: q.id, srcPort, msg: q });
+    this.seen.push({ name: qq.name.toLowerCase(), spelled: qq.name, type: qq.type, proto, id: q.id, srcPort, msg: q });
     this.script(q, {
       proto,
       send: (reply, o = {}) => {
@@ -249,13 +255,33 @@ test('the upstream\'s reply is relayed unchanged but for the client\'s ID; the q
     const sent = up.queries().at(-1)!;
     assert.equal(sent.proto, proto, 'same transport as the client');
     assert.notEqual(sent.id, 4321);
-    assert.deepEqual({ ...sent.msg, id: 4321 }, o.req.msg, 'the client\'s message, only the ID changed');
+    // Over UDP the name's letters go out in random case (0x20); over TCP as the client spelled them.
+    if (proto === 'tcp') assert.equal(sent.spelled, 'Relay.Example.');
+    assert.equal(sent.name, 'relay.example.');
+    assert.deepEqual({ ...sent.msg, id: 4321, question: o.req.msg.question }, o.req.msg, 'the client\'s message, only the ID (and the case) changed');
     // the upstream's reply (its OPT included), with the client's ID
     assert.deepEqual(o.reply, answer(o.req.msg, { addrs: ['192.0.2.10', '192.0.2.11'] }));
     assert.equal(o.reply!.id, 4321);
     assert.equal(o.req.value('forward/upstream'), up.addr);
     assert.equal(o.req.metadata('forward/upstream'), undefined, 'no metadata plugin: no label');
   }
+});
+
+test('0x20: over UDP the name goes out in random case, the client gets its own spelling back (question and copied owners); case_randomization off sends it as spelled', async (t) => {
+  const up = await Upstream.start((q, c) => { c.send(answer(q)); });
+  const on = await forward(`. {\n forward . ${up.addr}\n}`);
+  const off = await forward(`. {\n forward . ${up.addr} {\n  case_randomization off\n }\n}`);
+  cleanup(t, on, off, up);
+  for (let i = 0; i < 40; i++) {
+    const o = await on.ask('Mixed.Case.Example.', { id: 7 });
+    assert.deepEqual(o.reply, answer(o.req.msg), 'question and answer owner as the client spelled them');
+  }
+  const spelled = new Set(up.queries().map((s) => s.spelled));
+  // 15 letters: 40 queries all but surely show 40 spellings; a fixed one would show 1
+  assert.ok(spelled.size >= 38, `spellings upstream: ${spelled.size}`);
+  assert.ok(up.queries().every((s) => s.name === 'mixed.case.example.'));
+  for (let i = 0; i < 5; i++) await off.ask('Mixed.Case.Example.');
+  assert.deepEqual(up.queries().slice(-5).map((s) => s.spelled), new Array(5).fill('Mixed.Case.Example.'), 'off: as spelled');
 });
 
 test('a query with two OPT records goes upstream with both, as CoreDNS forwards them (the last is the query\'s EDNS)', async (t) => {
@@ -269,12 +295,14 @@ test('a query with two OPT records goes upstream with both, as CoreDNS forwards 
   assert.equal(req.do, false);
   const o = await ask(f.h, req);
   assert.equal(o.rcode, 0);
-  const sent = encodeMessage({ ...up.queries().at(-1)!.msg, id: 0x1234 });
-  assert.deepEqual(sent, wire);
+  const last = up.queries().at(-1)!;
+  assert.equal(last.name, 'example.org.');
+  const sent = encodeMessage({ ...last.msg, id: 0x1234, question: [{ ...last.msg.question[0]!, name: 'example.org.' }] });
+  assert.deepEqual(sent, wire, 'the same bytes but for the ID and the case of the name');
 });
 
 test('upstream rcodes (SERVFAIL, REFUSED, NXDOMAIN) are relayed as replies, not errors', async (t) => {
-  const up = await Upstream.start((q, c) => { c.send(answer(q, { rcode: q.question[0]!.name.startsWith('sf') ? 2 : q.question[0]!.name.startsWith('ref') ? 5 : 3 })); });
+  const up = await Upstream.start((q, c) => { c.send(answer(q, { rcode: qname(q).startsWith('sf') ? 2 : qname(q).startsWith('ref') ? 5 : 3 })); });
   const f = await forward(`. {\n forward . ${up.addr}\n}`);
   cleanup(t, f, up);
   for (const [name, rcode] of [['sf.example.', 2], ['ref.example.', 5], ['nx.example.', 3]] as const) {
@@ -296,7 +324,7 @@ test('FROM and except: other names and excepted names go to the next plugin; FRO
     assert.equal(o.reply!.rcode, 3, `${name}: answered by the next plugin`);
   }
   assert.equal(next.calls, 3);
-  assert.deepEqual(up.queries().map((s) => s.name), ['Example.ORG.']);
+  assert.deepEqual(up.queries().map((s) => s.name), ['example.org.']);
 
   const g = await forward(`. {\n forward . ${up.addr} {\n  except skip.example.net\n }\n}`, next);
   cleanup(t, g);
@@ -437,7 +465,7 @@ test('failover RCODE: the next upstream is tried, at most n-1 times; then the la
 
 test('next RCODE and next_on_nodata hand the query to the following forward, and only to a forward', async (t) => {
   const nx = await Upstream.start((q, c) => {
-    const n = q.question[0]!.name;
+    const n = qname(q);
     c.send(n.startsWith('nodata') ? answer(q, { nodata: true }) : n.startsWith('sf') ? answer(q, { rcode: 2 }) : answer(q, { rcode: 3 }));
   });
   const ok = await Upstream.start((q, c) => { c.send(answer(q, { addrs: ['192.0.2.9'] })); });
@@ -465,13 +493,16 @@ test('TC over UDP: relayed as is by default; prefer_udp retries the same upstrea
 
   const a = await plain.ask('tc1.example.');
   assert.deepEqual(a.reply, answer(a.req.msg, { tc: true }));
-  assert.deepEqual(protos('tc1.example.'), ['udp'], 'no retry: the client retries over TCP itself');
+  // A truncated reply to a 0x20 query is asked for again as spelled (the upstream may fit fewer records under
+  // another spelling); then relayed: the client retries over TCP itself.
+  assert.deepEqual(protos('tc1.example.'), ['udp', 'udp'], 'no TCP retry');
+  assert.equal(up.seen.filter((s) => s.name === 'tc1.example.').at(-1)!.spelled, 'tc1.example.', 'asked again as spelled');
   const b = await prefer.ask('tc2.example.', { proto: 'tcp' });
   assert.deepEqual(b.reply, answer(b.req.msg, { addrs: ['192.0.2.5'] }));
-  assert.deepEqual(protos('tc2.example.'), ['udp', 'tcp'], 'prefer_udp: UDP first even for a TCP client, then TCP');
+  assert.deepEqual(protos('tc2.example.'), ['udp', 'udp', 'tcp'], 'prefer_udp: UDP first even for a TCP client, then TCP');
   const c = await prefer.ask('tc3.example.');
   assert.equal(c.reply!.tc, false);
-  assert.deepEqual(protos('tc3.example.'), ['udp', 'tcp'], 'prefer_udp retries for UDP clients too');
+  assert.deepEqual(protos('tc3.example.'), ['udp', 'udp', 'tcp'], 'prefer_udp retries for UDP clients too');
   const d = await force.ask('tc4.example.');
   assert.equal(addr(d.reply), '192.0.2.5');
   assert.deepEqual(protos('tc4.example.'), ['tcp']);
@@ -493,7 +524,7 @@ test('a UDP reply larger than the client\'s buffer comes back as an empty TC rep
 
 test('RFC 5452: replies with a wrong ID, for a wrong question or from another port are ignored; the genuine reply that follows is taken', async (t) => {
   const up = await Upstream.start((q, c) => {
-    const n = q.question[0]!.name;
+    const n = qname(q);
     const fake = answer(q, { addrs: ['6.6.6.6'] });
     if (n.startsWith('id')) fake.id = (q.id + 1) & 0xffff;
     else if (n.startsWith('question')) fake.question = [{ ...fake.question[0]!, name: 'evil.example.' }];
@@ -515,7 +546,7 @@ test('RFC 5452: only a wrong-question reply → FORMERR after read_timeout; only
   const up = await Upstream.start((q, c) => {
     if (q.question[0]!.type !== 1) { c.send(answer(q)); return; }
     const fake = answer(q, { addrs: ['6.6.6.6'] });
-    if (q.question[0]!.name.startsWith('q')) fake.question = [{ ...fake.question[0]!, name: 'evil.example.' }];
+    if (qname(q).startsWith('q')) fake.question = [{ ...fake.question[0]!, name: 'evil.example.' }];
     else fake.id = (q.id + 1) & 0xffff;
     c.send(fake);
   });
@@ -531,7 +562,7 @@ test('RFC 5452: only a wrong-question reply → FORMERR after read_timeout; only
 });
 
 test('every upstream UDP query has a fresh source port and a random ID by default; reuse_udp_sockets pools the sockets', async (t) => {
-  const up = await Upstream.start((q, c) => { c.send(answer(q), { delayMs: q.question[0]!.name.startsWith('conc') ? 30 : 0 }); });
+  const up = await Upstream.start((q, c) => { c.send(answer(q), { delayMs: qname(q).startsWith('conc') ? 30 : 0 }); });
   const fresh = await forward(`. {\n forward . ${up.addr}\n}`);
   const reuse = await forward(`. {\n forward . ${up.addr} {\n  reuse_udp_sockets\n }\n}`);
   cleanup(t, fresh, reuse, up);
@@ -561,7 +592,7 @@ test('RFC 5452 drill: a source port learned from one\'s own query carries no lat
   // that is the port's share of the entropy.)
   let learned = 0;
   const up = await Upstream.start((q, c) => {
-    const n = q.question[0]!.name;
+    const n = qname(q);
     if (n.startsWith('attacker')) learned = up.queries().at(-1)!.srcPort;
     if (n.startsWith('victim')) {
       up.spoof(encodeMessage(answer(q, { addrs: ['6.6.6.6'] })), learned);
@@ -625,9 +656,11 @@ test('coalescing: 100 identical concurrent queries make one upstream query; DO, 
   cleanup(t, f, off, up);
   const os = await Promise.all(Array.from({ length: 100 }, (_, i) => f.ask(i % 2 ? 'Same.Example.' : 'same.example.', { id: i + 1 })));
   assert.equal(up.queries().length, 1);
-  const shared = answer(up.queries()[0]!.msg, { addrs: ['192.0.2.13'] });
+  // The upstream saw the first asker's name (in random case); its reply came back with that asker's spelling.
+  assert.equal(up.queries()[0]!.name, 'same.example.');
+  const shared = answer({ ...up.queries()[0]!.msg, question: os[0]!.req.msg.question }, { addrs: ['192.0.2.13'] });
   os.forEach((o, i) => {
-    // the one upstream reply, with each client's ID and question (records keep the upstream's owner names)
+    // the one upstream reply, with each client's ID and question (records keep the owner names of the flight's query)
     assert.deepEqual(o.reply, { ...shared, id: i + 1, question: o.req.msg.question }, `reply ${i}`);
   });
   const variants: RequestOptions[] = [{}, { edns: { do: true } }, { cd: true }, { edns: { do: true }, cd: true }, { proto: 'tcp' }];

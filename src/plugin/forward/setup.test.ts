@@ -33,7 +33,7 @@ const DEF: View = {
   maxConcurrent: 0, nextRcodes: [], nextOnNodata: false, failfast: false, failoverRcodes: [], coalesce: true,
   resolvConfReloadMs: 2000,
   expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false, readTimeoutMs: 2000,
-  dohMethod: 'POST',
+  dohMethod: 'POST', caseRandomization: true,
   health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 },
   tlsArgs: undefined, tlsServerName: undefined, resolvers: [],
 };
@@ -85,6 +85,8 @@ test('forward parse', async () => {
     [fwd('coalesce off'), { coalesce: false }],
     [fwd('coalesce on\nresolvconf_reload 0s'), { coalesce: true, resolvConfReloadMs: 0 }],
     [fwd('resolvconf_reload 10s'), { resolvConfReloadMs: 10000 }],
+    [fwd('case_randomization off'), { caseRandomization: false }],
+    [fwd('case_randomization on'), { caseRandomization: true }],
 
     ['. {\n forward\n}', "plugin/forward: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after 'forward'"],
     ['. {\n forward .\n}', "plugin/forward: Corefile:2 - Error during parsing: Wrong argument count or unexpected line ending after '.'"],
@@ -128,6 +130,8 @@ test('forward parse', async () => {
     [fwd('resolver dns.google'), P + 'resolver must be an IP address or IP:port: "dns.google"'],
     [fwd('coalesce'), argErr('coalesce')],
     [fwd('coalesce maybe'), argErr('maybe')],
+    [fwd('case_randomization'), argErr('case_randomization')],
+    [fwd('case_randomization yes'), argErr('yes')],
     [fwd('resolvconf_reload -1s'), P + "resolvconf_reload can't be negative: -1s"],
     [fwd('bogus'), E3 + "unknown property 'bogus'"],
   ], { view, partial: true });

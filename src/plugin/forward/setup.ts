@@ -106,7 +106,7 @@ export interface ForwardSetupOptions {
 function defaults(): ForwardOptions {
   const proxy: ProxyOptions = {
     expireMs: 10000, maxAgeMs: 0, maxIdleConns: 0, source: undefined, tls: undefined, reuseUdp: false,
-    readTimeoutMs: 2000, dohMethod: 'POST',
+    readTimeoutMs: 2000, dohMethod: 'POST', caseRandomization: true,
     health: { intervalMs: 500, recursionDesired: true, domain: '.', forceTcp: false, periodicMs: 0 },
   };
   return {
@@ -307,6 +307,12 @@ function parseBlock(d: Dispenser, st: Stanza): void {
       const args = d.remainingArgs();
       if (args.length !== 1 || (args[0] !== 'on' && args[0] !== 'off')) throw d.argErr();
       o.coalesce = args[0] === 'on';
+      return;
+    }
+    case 'case_randomization': {
+      const args = d.remainingArgs();
+      if (args.length !== 1 || (args[0] !== 'on' && args[0] !== 'off')) throw d.argErr();
+      p.caseRandomization = args[0] === 'on';
       return;
     }
     case 'resolvconf_reload': {

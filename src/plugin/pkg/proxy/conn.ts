@@ -4,6 +4,7 @@
 // question match the query (RFC 5452), anything else is skipped while waiting.
 
 import { questionMatches } from '../../../wire/scan.ts';
+import { questionIdentical } from '../../../wire/case.ts';
 import dgram from 'node:dgram';
 import dns from 'node:dns';
 import net from 'node:net';
@@ -21,6 +22,8 @@ interface Waiting {
   timer: NodeJS.Timeout;
   /** A reply with the right ID but the wrong question: used only if nothing better arrives in time. */
   mismatch: Buffer | undefined;
+  /** The query's name went out in random case (0x20): the reply must repeat it byte for byte. */
+  exactCase: boolean;
 }
 
 /** CoreDNS truncateResponse: the header and question of an oversized reply, no records, TC set. */
@@ -43,6 +46,8 @@ export abstract class Conn {
   reused = false;
   protected waiting: Waiting | undefined;
   protected local = '';
+  /** Letters of the outstanding query's name sent in random case (0x20): entropy beyond ID and port. */
+  protected caseLetters = 0;
 
   constructor(proto: Proto, remote: string) {
     this.proto = proto;
@@ -52,14 +57,21 @@ export abstract class Conn {
   abstract close(): void;
   protected abstract send(query: Uint8Array): void;
 
-  /** Send `query` (its ID already set) and wait up to `timeoutMs` for the matching reply. */
-  exchange(query: Uint8Array, qEnd: number, timeoutMs: number, bufsize: number): Promise<Buffer> {
+  /**
+   * Send `query` (its ID already set) and wait up to `timeoutMs` for the matching reply. `caseLetters` > 0: the
+   * name's letters went out in random case, and a reply whose question differs from the query in case only ends the
+   * exchange with an UpstreamError of kind `case` (the upstream does not preserve case, or a forger guessed the rest).
+   */
+  exchange(query: Uint8Array, qEnd: number, timeoutMs: number, bufsize: number, caseLetters = 0): Promise<Buffer> {
     if (this.closed) {
       return Promise.reject(new UpstreamError('closed', `write ${this.netName()} ${this.localAddr()}->${this.remote}: use of closed network connection`, this.reused));
     }
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => this.onTimeout(), timeoutMs);
-      this.waiting = { query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined };
+      this.waiting = {
+        query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined, exactCase: caseLetters > 0,
+      };
+      this.caseLetters = caseLetters;
       try {
         this.send(query);
       } catch (e) {
@@ -113,7 +125,8 @@ export abstract class Conn {
     if (((m[0]! << 8) | m[1]!) !== w.id) return; // wrong ID: skipped (out of order or spoofed)
     if (this.proto === 'udp' && m.length > w.bufsize) {
       if (m.length >= w.qEnd && questionMatches(w.query, w.qEnd, m)) {
-        this.finish(w, truncatedReply(m, w.qEnd));
+        if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) this.caseChanged();
+        else this.finish(w, truncatedReply(m, w.qEnd));
       }
       return;
     }
@@ -121,7 +134,20 @@ export abstract class Conn {
       w.mismatch ??= m;
       return;
     }
+    if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) {
+      this.caseChanged();
+      return;
+    }
     this.finish(w, m);
+  }
+
+  /**
+   * The right ID and question, in another case than sent. A resolver that rewrites the case would fail every 0x20
+   * query this way, so the exchange ends at once (the proxy asks again without 0x20) instead of waiting out the
+   * timeout; a forger who got ID and port right gains only that second query.
+   */
+  private caseChanged(): void {
+    this.fail(new UpstreamError('case', `read ${this.netName()} ${this.localAddr()}->${this.remote}: reply changed the letter case of the question`));
   }
 
   private finish(w: Waiting, m: Buffer): void {

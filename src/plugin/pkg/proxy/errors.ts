@@ -2,7 +2,7 @@
 // (`read udp 127.0.0.1:40370->8.8.8.8:53: i/o timeout`), so the errors plugin
 // logs what CoreDNS logs.
 
-export type UpstreamErrorKind = 'timeout' | 'refused' | 'closed' | 'dial' | 'write' | 'other' | 'stopped';
+export type UpstreamErrorKind = 'timeout' | 'refused' | 'closed' | 'dial' | 'write' | 'other' | 'stopped' | 'case';
 
 export class UpstreamError extends Error {
   readonly kind: UpstreamErrorKind;

@@ -55,13 +55,16 @@ test('the addon loads where it was built, and is required in CI (NODENS_REQUIRE_
   else assert.equal(native, built, 'loaded if and only if built');
 });
 
+/** A name without letters: no 0x20 bits, so the source port is drawn over 1024-65535 (with the addon). */
+const DIGITS = '192.0.2.10.';
+
 test('2000 upstream queries leave from ≥ 1900 distinct source ports (with the addon: over 1024-65535) with random IDs', async (t) => {
   const up = await upstream('127.0.0.1');
   const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
   p.start();
   t.after(() => { p.stop(); up.sock.close(); });
   for (let batch = 0; batch < 20; batch++) {
-    await Promise.all(Array.from({ length: 100 }, () => p.connect(healthQuery('example.org.', true), 'udp', 512)));
+    await Promise.all(Array.from({ length: 100 }, () => p.connect(healthQuery(DIGITS, true), 'udp', 512)));
   }
   const ports = up.seen.map((s) => s.port);
   assert.equal(ports.length, 2000);
@@ -91,7 +94,7 @@ test('recycled sockets: one query at a time reuses one socket, yet ports stay un
   p.start();
   t.after(() => { p.stop(); up.sock.close(); });
   const N = 3200;
-  for (let i = 0; i < N; i++) await p.connect(healthQuery('example.org.', true), 'udp', 512);
+  for (let i = 0; i < N; i++) await p.connect(healthQuery(DIGITS, true), 'udp', 512);
   const ports = up.seen.map((s) => s.port);
   assert.equal(ports.length, N);
   // A port learned from one query says nothing of the next: consecutive repeats are chance (expected 0.05 with the
@@ -118,6 +121,95 @@ test('recycled sockets: one query at a time reuses one socket, yet ports stay un
   // Those went out on one recycled socket, idle now; the others on sockets bound by hand and closed.
   if (expected > 0 && expected < 1) assert.equal(nativeIdleSockets(), 1, 'one socket kept idle for the next query');
   assert.equal(nativeOpenSockets(), 0);
+});
+
+test('0x20: a name with letters goes out in random case (one CSPRNG bit per letter) and on any port of the kernel\'s range, always on a recycled socket; the reply comes back spelled as asked', async (t) => {
+  const up = await upstream('127.0.0.1');
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  const spellings: string[] = [];
+  up.sock.on('message', (q) => { spellings.push(q.subarray(13, 13 + 7).toString('latin1')); }); // "example" of example.org
+  const N = 3200;
+  for (let i = 0; i < N; i++) {
+    const q = healthQuery('Example.org.', true);
+    const r = await p.connect(q, 'udp', 512);
+    assert.deepEqual(r.subarray(2), Buffer.from(q.subarray(2)).fill(r[2]!, 0, 1), 'the echo, spelled as asked');
+  }
+  assert.equal(spellings.length, N);
+  assert.ok(spellings.every((x) => x.toLowerCase() === 'example'));
+  // 2^7 spellings of "example", each about 25 times; one fixed spelling would be the client's.
+  const counts = new Map<string, number>();
+  for (const x of spellings) counts.set(x, (counts.get(x) ?? 0) + 1);
+  assert.equal(counts.size, 128, 'every spelling of "example" seen');
+  assert.ok(Math.max(...counts.values()) < 60, 'none favoured');
+  const ports = up.seen.map((s) => s.port);
+  let repeats = 0;
+  for (let i = 1; i < N; i++) if (ports[i] === ports[i - 1]) repeats++;
+  assert.ok(repeats <= 3, `consecutive repeats: ${repeats}`);
+  const [lo, hi] = ephemeralRange();
+  assert.ok(ports.every((x) => x >= lo && x <= hi), 'all in the kernel\'s range');
+  // χ² over 16 equal bins of the kernel's range: 15 degrees of freedom, above 45 has a chance of about 1e-4.
+  const width = (hi - lo + 1) / 16;
+  const bins = new Array<number>(16).fill(0);
+  for (const x of ports) bins[Math.min(15, Math.floor((x - lo) / width))]!++;
+  const chi2 = bins.reduce((a, b) => a + (b - N / 16) ** 2 / (N / 16), 0);
+  assert.ok(chi2 < 45, `χ² ${chi2.toFixed(1)}, bins ${bins.join(',')}`);
+  if (native) {
+    assert.equal(nativeIdleSockets(), 1, 'every query went out on the one recycled socket');
+    assert.equal(nativeOpenSockets(), 0);
+  }
+  assert.equal(p.caseBlind, false);
+});
+
+test('0x20: an upstream that answers in another case is asked again as the client spelled the name, and from then on always so', async (t) => {
+  const up = await upstream('127.0.0.1', (q, from, sock) => {
+    const r = Buffer.from(q);
+    r[2] = r[2]! | 0x80;
+    for (let i = 12; i < r.length - 4; i++) if (r[i]! >= 65 && r[i]! <= 90) r[i] = r[i]! + 32; // lower-cases
+    sock.send(r, from.port, from.address);
+  });
+  const names: string[] = [];
+  up.sock.on('message', (q) => { names.push(q.subarray(13, 13 + 7).toString('latin1')); });
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options());
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  // "example" in a case the upstream keeps: lower-case letters only
+  const r = await p.connect(healthQuery('example.org.', true), 'udp', 512);
+  assert.equal(r.subarray(13, 20).toString('latin1'), 'example');
+  assert.ok(names.length === 1 || names.length === 2, 'at most one second query');
+  if (names.length === 2) {
+    assert.equal(p.caseBlind, true, 'the reply in another case turned 0x20 off for this upstream');
+    assert.equal(names[1], 'example', 'asked again as spelled');
+  }
+  // A query with capitals would come back lower-cased: with 0x20 off it is asked once, as spelled, and relayed.
+  const before = names.length;
+  if (!p.caseBlind) {
+    // the first query's random spelling happened to be all lower case (1 in 128): force a mismatch
+    await p.connect(healthQuery('EXAMPLE.org.', true), 'udp', 512);
+  }
+  assert.equal(p.caseBlind, true);
+  const mark = names.length;
+  for (let i = 0; i < 20; i++) {
+    const q = healthQuery('Example.org.', true);
+    const r2 = await p.connect(q, 'udp', 512);
+    assert.equal(r2.subarray(13, 20).toString('latin1'), 'example', 'the upstream\'s reply as it came');
+  }
+  assert.deepEqual(names.slice(mark), new Array(20).fill('Example'), 'one query each, as the client spelled it');
+  assert.ok(before >= 1);
+});
+
+test('0x20 adds to a pooled socket (reuse_udp_sockets) too: ID and letters', async (t) => {
+  const up = await upstream('127.0.0.1');
+  const spellings = new Set<string>();
+  up.sock.on('message', (q) => { spellings.add(q.subarray(13, 20).toString('latin1')); });
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options({ reuseUdp: true }));
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  for (let i = 0; i < 600; i++) await p.connect(healthQuery('example.org.', true), 'udp', 512);
+  assert.equal(new Set(up.seen.map((s) => s.port)).size, 1, 'one pooled socket');
+  // 600 draws of 128 spellings show about 126.8 of them (sd ~1); one fixed spelling would show 1
+  assert.ok(spellings.size >= 120, `spellings of "example": ${spellings.size} of 128`);
 });
 
 test('after its query a source port is free again, on a recycled socket as on a closed one (a pooled socket keeps it)', async (t) => {

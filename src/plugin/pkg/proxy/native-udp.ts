@@ -5,7 +5,9 @@
 // the addon is not built (or NODENS_NATIVE=0). With reuse_udp_sockets the same connections are pooled by the
 // transport and send again on their open socket. Sockets whose port the kernel picked are recycled by the addon
 // (disconnected, so the port goes back, and connected again on a fresh random port); the idle ones are closed when
-// no query went out for a sweep interval, and when a proxy stops.
+// no query went out for a sweep interval, and when a proxy stops. A query whose name carries enough letters in
+// random case (0x20, see proxy.ts) skips the draw: any port the kernel picks in its range keeps it at >= 32 bits,
+// so it always goes out on a recycled socket.
 
 import { constants } from 'node:os';
 import { loadNative } from '../../../native/index.ts';
@@ -15,7 +17,7 @@ import { UpstreamError, dialFailure, errnoText } from './errors.ts';
 interface OneshotAddon {
   setup(deliver: (n: number) => void): [ArrayBuffer, ArrayBuffer];
   sockaddr(ip: string, port: number): ArrayBuffer | null;
-  send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array): number;
+  send(dst: ArrayBuffer, src: ArrayBuffer | null, query: Uint8Array, anyKernelPort?: boolean): number;
   resend(fd: number, query: Uint8Array): number;
   close(fd: number): void;
   trim(): void;
@@ -23,9 +25,16 @@ interface OneshotAddon {
   open(): number;
   idle(): number;
   avoid(port: number): void;
+  kernelPorts(): number;
 }
 
 let addon: OneshotAddon | undefined | null = null;
+/**
+ * Letters in random case (0x20) a query needs before any port of the kernel's range will do: ID (16 bits) + the
+ * kernel's pick (log2 of the range's size: 14.8 bits for 32768-60999) + one bit per letter >= 32 bits, as the
+ * addon's own draw over 1024-65535 gives (16 bits; 32 in all). Infinity when the range is unknown.
+ */
+let lettersForKernelPort = Infinity;
 /** Replies of the current batch (shared with the addon) and their index: fd, offset, length or -errno. */
 let data: Buffer;
 let meta: Int32Array;
@@ -63,12 +72,19 @@ export function trimNativeSockets(): void {
   addon?.trim();
 }
 
+/** Sets lettersForKernelPort from the ports the kernel may pick (its range less the ports to avoid). */
+function countKernelPorts(a: OneshotAddon): void {
+  const ports = a.kernelPorts();
+  lettersForKernelPort = ports > 1 ? Math.max(1, Math.ceil(32 - 16 - Math.log2(ports))) : Infinity;
+}
+
 /** The addon, set up on first use; undefined when not built, not Linux, or NODENS_NATIVE=0. */
 export function oneshotAddon(): OneshotAddon | undefined {
   if (addon === null) {
     const a = loadNative<OneshotAddon>('oneshot');
     if (a !== undefined) {
       const [d, m] = a.setup(deliverAll);
+      countKernelPorts(a);
       data = Buffer.from(d);
       meta = new Int32Array(m);
       setInterval(checkIdle, IDLE_CHECK_MS).unref();
@@ -94,7 +110,10 @@ export function nativeIdleSockets(): number {
  * ports in ip_local_port_range, which listeners keep clear of.
  */
 export function avoidSourcePort(port: number): void {
-  oneshotAddon()?.avoid(port);
+  const a = oneshotAddon();
+  if (a === undefined) return;
+  a.avoid(port);
+  countKernelPorts(a);
 }
 
 let errnoNames: Map<number, string> | undefined;
@@ -142,7 +161,9 @@ export class NativeUdpConn extends Conn {
    */
   protected send(query: Uint8Array): void {
     // A pooled connection (reuse_udp_sockets) sends again on its socket; a fresh one opens it.
-    const r = this.fd >= 0 ? this.addon.resend(this.fd, query) : this.addon.send(this.target.dst, this.target.src, query);
+    const r = this.fd >= 0
+      ? this.addon.resend(this.fd, query)
+      : this.addon.send(this.target.dst, this.target.src, query, this.caseLetters >= lettersForKernelPort);
     sentSinceCheck++;
     if (r === 0 && this.fd >= 0) return;
     if (r >= 0) {

@@ -7,6 +7,7 @@ import { randomFillSync } from 'node:crypto';
 import { rcodeToString } from '../../../wire/constants.ts';
 import { type Conn, StreamConn, UdpConn, type Proto, type TlsOptions } from './conn.ts';
 import { questionEnd } from '../../../wire/scan.ts';
+import { questionIdentical, randomizeQuestionCase, restoreQuestionCase } from '../../../wire/case.ts';
 import { UpstreamError, hostPort } from './errors.ts';
 import { proxyMetrics, type ProxyMetrics } from './metrics.ts';
 import { Transport, type TransportOptions } from './transport.ts';
@@ -33,21 +34,37 @@ export interface HealthOptions {
 
 export interface ProxyOptions extends TransportOptions {
   readTimeoutMs: number;
+  /** 0x20: UDP queries' letters in random case (default on; forward's `case_randomization off`). */
+  caseRandomization?: boolean;
   dohMethod: 'GET' | 'POST';
   health: HealthOptions;
 }
 
-// IDs come from the CSPRNG, drawn in batches.
+// IDs and 0x20 case bits come from the CSPRNG, drawn in batches; no byte is used twice.
 const RAND = Buffer.alloc(4096);
 let randAt = RAND.length;
 export function randomId(): number {
-  if (randAt >= RAND.length) {
+  if (randAt + 2 > RAND.length) {
     randomFillSync(RAND);
     randAt = 0;
   }
   const id = (RAND[randAt]! << 8) | RAND[randAt + 1]!;
   randAt += 2;
   return id;
+}
+
+/** Bytes that cover a name's letters (at most 255 bytes of name, so at most 253 letters). */
+const CASE_BYTES = 32;
+
+/** randomizeQuestionCase with bits from the CSPRNG; returns the letters randomised. */
+function randomizeCase(out: Buffer, qEnd: number): number {
+  if (randAt + CASE_BYTES > RAND.length) {
+    randomFillSync(RAND);
+    randAt = 0;
+  }
+  const letters = randomizeQuestionCase(out, qEnd, RAND, randAt);
+  randAt += (letters + 7) >> 3;
+  return letters;
 }
 
 const HC_TIMEOUT_MS = 1000;
@@ -80,6 +97,11 @@ export class Proxy {
   fails = 0;
   /** Taken out of rotation by an operator or a plugin (e.g. loop detection). */
   quarantined = false;
+  /**
+   * The upstream answered a 0x20 query with the question in another case: it does not preserve case, so its
+   * queries go out as the client spelled them (and the source port alone carries the entropy again).
+   */
+  caseBlind = false;
   private probing = false;
   private probeTimer: NodeJS.Timeout | undefined;
   private periodic: NodeJS.Timeout | undefined;
@@ -148,7 +170,7 @@ export class Proxy {
       const id = randomId();
       out[0] = id >> 8;
       out[1] = id & 0xff;
-      reply = await this.lookup(out, proto, bufsize, timeoutMs, info);
+      reply = await this.lookup(query, out, proto, bufsize, timeoutMs, info);
     }
     reply[0] = originId >> 8;
     reply[1] = originId & 0xff;
@@ -159,9 +181,46 @@ export class Proxy {
     return reply;
   }
 
-  private async lookup(out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
+  /**
+   * One exchange of `out` (a copy of `original` with our ID). Over UDP the name's letters go out in random case
+   * (0x20: one bit of entropy each, beyond ID and source port) and the reply gets the client's spelling back; an
+   * upstream that changes the case is asked again as the client spelled it, and from then on always so.
+   */
+  private async lookup(original: Uint8Array, out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
     const qEnd = questionEnd(out);
     if (qEnd < 0) throw new UpstreamError('other', 'dns: bad query');
+    const letters = proto === 'udp' && !this.caseBlind && this.opts.caseRandomization !== false ? randomizeCase(out, qEnd) : 0;
+    if (letters === 0) return this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, 0);
+    let reply: Buffer;
+    try {
+      reply = await this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, letters);
+    } catch (e) {
+      if (!(e instanceof UpstreamError) || e.kind !== 'case') throw e;
+      this.caseBlind = true;
+      return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
+    }
+    if (!questionIdentical(out, qEnd, reply)) return reply; // for another question: forward answers FORMERR
+    // Truncated: upstreams compress names case-sensitively (miekg, nodens), so under another spelling fewer records
+    // may fit than under the client's. Asked again as spelled, the TC reply is the one CoreDNS would relay.
+    if ((reply[2]! & 0x02) !== 0) return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
+    restoreQuestionCase(reply, qEnd, out, original);
+    return reply;
+  }
+
+  /** The query again with the client's spelling (no 0x20) and a fresh ID: the port draw carries the entropy. */
+  private askAsSpelled(
+    original: Uint8Array, out: Buffer, qEnd: number, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined,
+  ): Promise<Buffer> {
+    out.set(original.subarray(12, qEnd), 12);
+    const id = randomId();
+    out[0] = id >> 8;
+    out[1] = id & 0xff;
+    return this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, 0);
+  }
+
+  private async exchange(
+    out: Buffer, qEnd: number, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined, caseLetters: number,
+  ): Promise<Buffer> {
     const t = this.transport;
     const conn: Conn = proto === 'udp' && t.udpOneShot ? t.oneShotUdp() : await t.dial(proto);
     if (info !== undefined) {
@@ -169,7 +228,7 @@ export class Proxy {
       info.proto = conn.proto === 'udp' ? 'udp' : 'tcp';
     }
     try {
-      const reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize);
+      const reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize, caseLetters);
       // A native one-use socket exists only from its send on: its end is known now, not at the dial.
       if (info !== undefined && info.local === '') info.local = conn.localEndpoint();
       this.transport.yield(conn);
