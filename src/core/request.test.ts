@@ -211,3 +211,72 @@ test('a request made from a scan answers as the decoded one, and decodes its Mes
   assert.deepEqual([s2.qtype, s2.do, s2.udpSize, s2.replyEdns?.udpSize, s2.edns?.udpSize], [1, false, 1400, 1400, 700]);
   assert.throws(() => new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n), /a message or a scanned query/);
 });
+
+test('canonicalWire: whenever a scanned query says so, its bytes are its message encoded (20,000 random queries)', () => {
+  let seed = 0x1234567;
+  const rand = (n: number): number => {
+    seed ^= seed << 13; seed >>>= 0;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5; seed >>>= 0;
+    return seed % n;
+  };
+  let canonical = 0;
+  for (let i = 0; i < 20_000; i++) {
+    // a name of random labels (any bytes: dots, backslashes, spaces, upper case), random header flags, maybe an OPT
+    const labels: Buffer[] = [];
+    for (let k = rand(4); k > 0; k--) labels.push(Buffer.from(Array.from({ length: 1 + rand(8) }, () => rand(5) === 0 ? rand(256) : 97 + rand(26))));
+    const name = Buffer.concat([...labels.flatMap((l) => [Buffer.of(l.length), l]), Buffer.of(0)]);
+    const header = Buffer.alloc(12);
+    header.writeUInt16BE(rand(65536), 0);
+    header.writeUInt16BE(rand(65536) & ~0x8000 & ~0x7800, 2); // a query, opcode QUERY; any other bit
+    header.writeUInt16BE(1, 4);
+    const opt = rand(3) !== 0;
+    header.writeUInt16BE(opt || rand(8) === 0 ? 1 : 0, 10); // sometimes a count that lies
+    const tail = Buffer.from([rand(256), rand(256), rand(256), rand(256)]);
+    const parts = [header, name, tail];
+    if (opt) {
+      const o = Buffer.alloc(11);
+      o.writeUInt16BE(41, 1);
+      o.writeUInt16BE(rand(65536), 3);
+      o[5] = rand(6) === 0 ? rand(256) : 0; // extended rcode
+      o[6] = rand(3) === 0 ? rand(256) : 0; // version
+      o.writeUInt16BE(rand(65536), 7);
+      parts.push(o);
+    }
+    if (rand(10) === 0) parts.push(Buffer.from([rand(256)])); // trailing bytes
+    const wire = Buffer.concat(parts);
+    const s = scanQuery(wire);
+    if (s === undefined) continue;
+    const r = new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n, undefined, s);
+    const encoded = encodeMessage(decodeMessage(wire));
+    if (!r.canonicalWire) continue; // (conservative: an OPT's extended rcode bits round-trip too, but are rare)
+    canonical++;
+    assert.deepEqual(Buffer.from(encoded), wire, wire.toString('hex'));
+  }
+  assert.ok(canonical > 5000, `canonical: ${canonical}`);
+});
+
+test('withAdBit: a scanned query gets a copy of its bytes with AD set, still undecoded; others a derived message', () => {
+  const q = newQuery('Case.Example.', 28);
+  q.edns = { udpSize: 1232, version: 0, do: true, z: 0, options: [] };
+  const wire = encodeMessage(q);
+  const r = new Request(undefined, wire, 'udp', '192.0.2.1', 5353, '127.0.0.1', 53, 'dns://:53', 1n, undefined, scanQuery(wire));
+  r.zone = 'example.';
+  const d = r.withAdBit();
+  assert.notEqual(d, r);
+  assert.equal(d.scannedQuestion, true, 'not decoded');
+  assert.equal(d.flags & 0x20, 0x20);
+  assert.equal(r.flags & 0x20, 0, 'the original keeps its bits');
+  assert.deepEqual([d.qname, d.name, d.qtype, d.qclass, d.do, d.id, d.zone, d.size], [r.qname, r.name, 28, 1, true, r.id, 'example.', 1232]);
+  assert.ok(d.canonicalWire);
+  assert.equal(d.msg.ad, true);
+  assert.deepEqual(encodeMessage(d.msg), d.wire);
+  assert.equal(d.withAdBit(), d, 'already set: itself');
+  d.setValue('k', 'v');
+  assert.equal(r.value('k'), 'v', 'context shared with the original');
+  // decoded (or edited) queries take derive's path
+  const decoded = request('a.example.');
+  const dd = decoded.withAdBit();
+  assert.equal(dd.msg.ad, true);
+  assert.equal(decoded.msg.ad, false);
+});

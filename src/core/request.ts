@@ -235,7 +235,10 @@ export class Request {
    */
   private get current(): Message { return this.root === this ? (this.edited ?? this.msg) : this.msg; }
 
-  /** The scan stands for `current`: nothing decoded, nothing edited (a scanned request is always a root). */
+  /**
+   * The scan stands for `current`: nothing decoded, nothing edited (a scanned request is a root, or the copy
+   * `withAdBit` made of one, whose scan is the same).
+   */
   private get scanCurrent(): ScannedQuery | undefined {
     return this.msgValue === undefined && this.edited === undefined ? this.scanned : undefined;
   }
@@ -501,6 +504,41 @@ export class Request {
   }
 
   /** A request like this one with another message/transport; `root` undefined makes it a root of its own. */
+  /**
+   * This query with the AD bit set (the cache asks the rest of the chain so, as CoreDNS does). A scanned query
+   * nobody edited gets a copy of its bytes with the bit set, still scanned and undecoded; any other is derived
+   * with an edited message.
+   */
+  withAdBit(): Request {
+    if ((this.flags & 0x20) !== 0) return this;
+    const s = this.scanned;
+    if (s === undefined || this.msgValue !== undefined || this.root.edited !== undefined) return this.derive({ msg: { ...this.msg, ad: true } });
+    const wire = Buffer.from(this.wireBytes!);
+    wire[3] = wire[3]! | 0x20;
+    const r = new Request(undefined, wire, this.proto, this.remoteAddress, this.remotePort, this.localAddress, this.localPort,
+      this.server, this.start, this.router, s);
+    r.zone = this.zone;
+    r.view = this.view;
+    const w = r as unknown as { root: Request; depth: number; deadline: number };
+    w.deadline = this.deadline;
+    w.root = this.root;
+    w.depth = this.depth;
+    return r;
+  }
+
+  /**
+   * The query's bytes are exactly what encoding its message would give, so they can be sent on as they are: a
+   * scanned query (one plain question, at most an OPT without options) whose counts tell the truth, with nothing
+   * after its last record and no extended rcode bits in its OPT.
+   */
+  get canonicalWire(): boolean {
+    const s = this.scanned;
+    const b = this.wireBytes;
+    if (s === undefined || b === undefined) return false;
+    const q = s.questionEnd;
+    return s.edns === undefined ? b[11] === 0 && b.length === q : b.length === q + 11 && b[q + 5] === 0;
+  }
+
   private copy(msg: Message, proto: Transport, root: Request | undefined, depth: number): Request {
     const r = new Request(msg, msg === this.msg ? this.wireBytes : undefined, proto,
       this.remoteAddress, this.remotePort, this.localAddress, this.localPort, this.server, this.start, this.router);

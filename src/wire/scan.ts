@@ -424,3 +424,135 @@ export function expandNames(b: Uint8Array): Buffer | undefined {
   EXPANDED.copy(copy, 0, 0, X);
   return copy;
 }
+
+/**
+ * Offset just past the name at `off` when the decoder reads it as a plain name (labels and compression pointers,
+ * within the message, at most 126 pointers and 255 octets: expandName's rules, without copying); -1 otherwise.
+ */
+function plainNameEnd(b: Uint8Array, off: number): number {
+  let next = -1;
+  let wire = 1;
+  let hops = 0;
+  const n = b.length;
+  for (;;) {
+    if (off >= n) return -1;
+    const len = b[off]!;
+    if (len === 0) return next < 0 ? off + 1 : next;
+    if ((len & 0xc0) === 0xc0) {
+      if (off + 1 >= n || ++hops > 126) return -1;
+      if (next < 0) next = off + 2;
+      off = ((len & 0x3f) << 8) | b[off + 1]!;
+      continue;
+    }
+    if ((len & 0xc0) !== 0) return -1;
+    wire += len + 1;
+    if (off + 1 + len > n || wire > 255) return -1;
+    off += len + 1;
+  }
+}
+
+/** What `scanPlainAnswer` found: the facts the cache needs, where decoding would have given the same. */
+export interface PlainAnswer {
+  /** Offset just past the question. */
+  qEnd: number;
+  qtype: number;
+  qclass: number;
+  /** The smallest TTL of the answer records (unsigned, as decoded). */
+  minTtl: number;
+  /** Record types among the answers: 1 A, 2 AAAA (both bits: both). */
+  types: number;
+  /** Offsets of the answer records' TTL fields. */
+  ttls: number[];
+  /** The OPT record's offsets (-1, -1 without one); when present it is the message's last record. */
+  optStart: number;
+  optEnd: number;
+}
+
+/**
+ * The facts of a reply of the shape most forwarded answers have, read without decoding: a response to a standard
+ * query (QR, opcode QUERY, no TC) with rcode NOERROR (the OPT's extended bits zero too), one question whose name
+ * is plain labels and whose type is not AXFR or IXFR, one or more answer records, all A (4 bytes) or AAAA (16 bytes) with decodable owners, no
+ * authority records, and as additional section at most the one OPT record, last, root-owned, with well-framed
+ * options; counts and length exact. Such a message decodes (decodeMessage accepts it and reads the same facts);
+ * undefined for anything else, which the caller decodes.
+ */
+export function scanPlainAnswer(b: Uint8Array): PlainAnswer | undefined {
+  const n = b.length;
+  if (n < 12 || (b[2]! & 0xfa) !== 0x80 || (b[3]! & 0x0f) !== 0) return undefined; // QR; opcode 0; no TC; NOERROR
+  if (b[4] !== 0 || b[5] !== 1 || b[8] !== 0 || b[9] !== 0 || b[10] !== 0 || b[11]! > 1) return undefined;
+  const an = (b[6]! << 8) | b[7]!;
+  if (an === 0) return undefined;
+  let p = 12;
+  for (;;) {
+    if (p >= n) return undefined;
+    const len = b[p]!;
+    if (len === 0) break;
+    if (len > 63) return undefined;
+    p += len + 1;
+    if (p - 12 > 254) return undefined;
+  }
+  const qEnd = p + 5;
+  if (qEnd > n) return undefined;
+  const qtype = (b[qEnd - 4]! << 8) | b[qEnd - 3]!;
+  const qclass = (b[qEnd - 2]! << 8) | b[qEnd - 1]!;
+  if (qtype === RRType.AXFR || qtype === RRType.IXFR) return undefined; // typify: Meta
+  let minTtl = Infinity;
+  let types = 0;
+  const ttls: number[] = [];
+  p = qEnd;
+  for (let i = 0; i < an; i++) {
+    p = plainNameEnd(b, p);
+    if (p < 0 || p + 10 > n) return undefined;
+    const type = (b[p]! << 8) | b[p + 1]!;
+    const rdlen = (b[p + 8]! << 8) | b[p + 9]!;
+    if (type === RRType.A ? rdlen !== 4 : type !== RRType.AAAA || rdlen !== 16) return undefined;
+    types |= type === RRType.A ? 1 : 2;
+    const ttl = ((b[p + 4]! << 24) | (b[p + 5]! << 16) | (b[p + 6]! << 8) | b[p + 7]!) >>> 0;
+    if (ttl < minTtl) minTtl = ttl;
+    ttls.push(p + 4);
+    p += 10 + rdlen;
+    if (p > n) return undefined;
+  }
+  let optStart = -1;
+  let optEnd = -1;
+  if (b[11] === 1) {
+    // the OPT: root owner, type 41, extended rcode 0, options framed to the end
+    if (p + 11 > n || b[p] !== 0 || b[p + 1] !== 0 || b[p + 2] !== RRType.OPT || b[p + 5] !== 0) return undefined;
+    const end = p + 11 + ((b[p + 9]! << 8) | b[p + 10]!);
+    if (end !== n) return undefined;
+    for (let o = p + 11; o < end;) {
+      if (o + 4 > end) return undefined;
+      o += 4 + ((b[o + 2]! << 8) | b[o + 3]!);
+      if (o > end) return undefined;
+    }
+    optStart = p;
+    optEnd = end;
+  } else if (p !== n) {
+    return undefined;
+  }
+  return { qEnd, qtype, qclass, minTtl, types, ttls, optStart, optEnd };
+}
+
+/**
+ * The question name of `b` (plain labels at 12) is `lower`, a lower-cased name in presentation form with its final
+ * dot, compared case-insensitively. False also when a label holds a byte other than a letter, digit, `-` or `_`
+ * (whose presentation form may be escaped): the caller then decodes.
+ */
+export function questionNameIs(b: Uint8Array, lower: string): boolean {
+  let p = 12;
+  let i = 0;
+  const n = b.length;
+  for (;;) {
+    if (p >= n) return false;
+    const len = b[p++]!;
+    if (len === 0) return lower.length === (i === 0 ? 1 : i) && (i !== 0 || lower === '.');
+    if (len > 63 || p + len > n) return false;
+    for (const end = p + len; p < end; p++) {
+      let c = b[p]!;
+      if (c >= 65 && c <= 90) c += 32;
+      else if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95)) return false;
+      if (lower.charCodeAt(i++) !== c) return false;
+    }
+    if (lower.charCodeAt(i++) !== 46) return false;
+  }
+}

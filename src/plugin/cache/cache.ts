@@ -6,7 +6,7 @@ import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
 import type { Handler, HandlerResult, PluginLogger, ResponseWriter } from '../plugin.ts';
 import { PluginError } from '../plugin.ts';
 import type { Request } from '../../core/request.ts';
-import type { EdnsOption, Message, ResourceRecord, SOAData, NameData } from '../../wire/types.ts';
+import type { EdnsOption, Message, ResourceRecord, SOAData } from '../../wire/types.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { encodeMessage } from '../../wire/encode.ts';
 import { replyTo } from '../../wire/message.ts';
@@ -15,7 +15,7 @@ import { Opcode, Rcode, RRType } from '../../wire/constants.ts';
 import { nextOrFailure } from '../pkg/next.ts';
 import { zonesMatches } from '../pkg/zones.ts';
 import { typify, ResponseType } from '../pkg/response.ts';
-import { removeOpt, scanRecords, writeTtl } from '../../wire/scan.ts';
+import { questionNameIs, removeOpt, scanPlainAnswer, scanRecords, writeTtl } from '../../wire/scan.ts';
 import { cacheMetrics, type CacheMetrics } from './metrics.ts';
 
 const SHARDS = 256;
@@ -301,6 +301,8 @@ interface Bound {
   stale: { inc(): void };
   sizeSuccess: { set(v: number): void };
   sizeDenial: { set(v: number): void };
+  evictionsSuccess: { inc(): void };
+  evictionsDenial: { inc(): void };
 }
 
 /** CoreDNS dnsutil.MinimalTTL (plus the SOA MINIMUM for denials, RFC 2308 §5). */
@@ -330,26 +332,18 @@ function clamp(ttl: number, min: number, max: number): number {
   return ttl;
 }
 
-/** The answer section reaches the question's type (following CNAMEs from the qname). */
+/**
+ * The answer section reaches the question's type. Following the CNAME chain from the qname and, where it does not
+ * reach the type (DNAME-synthesised or otherwise unusual answers), accepting any record of the type come to the
+ * same: any record of the type.
+ */
 function answersQuestion(m: Message): boolean {
   const q = m.question[0];
   if (q === undefined) return true;
   if (q.type === RRType.ANY || q.type === RRType.CNAME) return true;
-  let name = asciiLower(q.name);
-  const seen = new Set<string>();
-  for (;;) {
-    let next: string | undefined;
-    for (const rr of m.answer) {
-      if (asciiLower(rr.name) !== name) continue;
-      if (rr.type === q.type) return true;
-      if (rr.type === RRType.CNAME) next = asciiLower((rr.data as NameData).target);
-    }
-    if (next === undefined || seen.has(next)) break;
-    seen.add(name);
-    name = next;
-  }
-  // DNAME-synthesised or otherwise unusual answers: accept any record of the type.
-  return m.answer.some((rr) => rr.type === q.type);
+  const a = m.answer;
+  for (let i = 0; i < a.length; i++) if (a[i]!.type === q.type) return true;
+  return false;
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array, from: number, to: number): boolean {
@@ -412,6 +406,8 @@ export class Cache implements Handler {
         stale: this.m.servedStale.child(server, z, v),
         sizeSuccess: this.m.cacheSize.child(server, 'success', z, v),
         sizeDenial: this.m.cacheSize.child(server, 'denial', z, v),
+        evictionsSuccess: this.m.evictions.child(server, 'success', z, v),
+        evictionsDenial: this.m.evictions.child(server, 'denial', z, v),
       };
       this.bound.set(server, b);
     }
@@ -534,7 +530,7 @@ export class Cache implements Handler {
     const crr = new CacheWriter(this, req, key, doBit, ad, w);
     // The next plugins see the query with AD set (CoreDNS hands on a copy with AD=1); plugins that run
     // around the cache keep seeing the client's query.
-    const r = req.msg.ad ? req : req.derive({ msg: { ...req.msg, ad: true } });
+    const r = req.withAdBit();
     if (this.o.failttl <= 0) return nextOrFailure(this.name, this.next, r, crr);
     let res: HandlerResult;
     try {
@@ -655,8 +651,14 @@ export class Cache implements Handler {
    * Store `res` (already classified) as the reply for `key`. `prefetch`: written by a refresh that has
    * no client to answer (CoreDNS ResponseWriter.prefetch), which also drops the key's denial entry.
    */
-  set(res: Message, wire: Uint8Array | undefined, key: string, mt: number, duration: number, server: string, prefetch: boolean): Item | undefined {
-    const qname = res.question[0]!.name;
+  /**
+   * Store the reply for `key` (whose question matched the request, so `lowerName` is its name): as `prepared`
+   * bytes, or `res` encoded. `res` undefined: a plain positive answer (scanPlainAnswer), read without decoding.
+   */
+  set(
+    res: Message | undefined, prepared: Prepared | undefined, lowerName: string, key: string, mt: number, duration: number,
+    server: string, prefetch: boolean,
+  ): Item | undefined {
     let cacheType: 'success' | 'denial';
     let except: string[];
     switch (mt) {
@@ -674,39 +676,52 @@ export class Cache implements Handler {
       default:
         return undefined;
     }
-    if (except.length > 0 && zonesMatches(except, asciiLower(qname)) !== '') return undefined;
-    const stored = storedWire(res, wire, duration);
+    if (except.length > 0 && zonesMatches(except, lowerName) !== '') return undefined;
+    const stored = prepared ?? (res === undefined ? undefined : encodedReply(res, duration));
     if (stored === undefined) return undefined;
     const item = new Item(stored.wire, stored.ttls, stored.qEnd, duration, this.now(), cacheType === 'denial', mt === ResponseType.ServerError);
     const c = cacheType === 'success' ? this.pcache : this.ncache;
-    if (c.add(key, item)) this.m.evictions.child(server, cacheType, this.zonesLabel, this.view).inc();
+    const b = this.metrics(server);
+    // A full cache evicts on every insert: the counter is bound once per server, not looked up per miss.
+    if (c.add(key, item)) (cacheType === 'success' ? b.evictionsSuccess : b.evictionsDenial).inc();
     // A positive reply is the newest state of the key; with prefer_positive only one that answers the question.
-    if (cacheType === 'success' && (this.o.preferPositive ? res.rcode === Rcode.NOERROR && res.answer.length > 0 && answersQuestion(res) : prefetch)) {
+    const positive = res === undefined || (res.rcode === Rcode.NOERROR && res.answer.length > 0 && answersQuestion(res));
+    if (cacheType === 'success' && (this.o.preferPositive ? positive : prefetch)) {
       this.ncache.remove(key);
     }
-    const b = this.metrics(server);
     b.sizeSuccess.set(this.pcache.len);
     b.sizeDenial.set(this.ncache.len);
     return item;
   }
 }
 
-/** The reply's bytes without OPT and with every TTL = duration, plus where the TTLs are. */
-function storedWire(res: Message, wire: Uint8Array | undefined, duration: number): { wire: Buffer; ttls: number[]; qEnd: number } | undefined {
-  let b: Buffer | undefined;
-  if (wire !== undefined) {
-    const s = scanRecords(wire);
-    if (s !== undefined) {
-      if (s.optStart < 0) b = Buffer.from(wire);
-      else if (s.optEnd === wire.length) b = removeOpt(wire, s.optStart, s.optEnd);
-    }
-  }
-  if (b === undefined) {
-    try {
-      b = encodeMessage({ ...res, edns: undefined });
-    } catch {
-      return undefined;
-    }
+/** A reply's bytes without OPT, every TTL = the cache duration, and where the TTLs are: what an Item keeps. */
+interface Prepared {
+  wire: Buffer;
+  ttls: number[];
+  qEnd: number;
+}
+
+/**
+ * The reply as it came, without its OPT (when the OPT is last, as every server writes it) and with every TTL =
+ * `duration`: one scan and one copy, for the cache and the client both. Undefined when the bytes cannot be walked
+ * or the OPT sits elsewhere (the message is encoded then).
+ */
+function preparedReply(wire: Uint8Array, duration: number): Prepared | undefined {
+  const s = scanRecords(wire);
+  if (s === undefined || (s.optStart >= 0 && s.optEnd !== wire.length)) return undefined;
+  const b = s.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, s.optStart, s.optEnd);
+  for (const off of s.ttls) writeTtl(b, off, duration);
+  return { wire: b, ttls: s.ttls, qEnd: s.qEnd };
+}
+
+/** The message encoded without OPT, every TTL = duration (a reply written as a message, or oddly framed bytes). */
+function encodedReply(res: Message, duration: number): Prepared | undefined {
+  let b: Buffer;
+  try {
+    b = encodeMessage({ ...res, edns: undefined });
+  } catch {
+    return undefined;
   }
   const s = scanRecords(b);
   if (s === undefined) return undefined;
@@ -762,6 +777,8 @@ export class CacheWriter implements ResponseWriter {
 
   writeWire(reply: Uint8Array): void {
     this.written = true;
+    // Most forwarded answers need no decoding (verify's checks are left to process()).
+    if (!this.verify && this.processPlain(reply)) return;
     let m: Message;
     try {
       m = decodeMessage(reply);
@@ -814,30 +831,65 @@ export class CacheWriter implements ResponseWriter {
     else if (mt === ResponseType.ServerError) duration = o.failttl;
     else duration = clamp(msgTtl, o.minpttl, o.pttl);
 
+    const prepared = wire === undefined ? undefined : preparedReply(wire, duration);
     let storedNow: Item | undefined;
     if (cacheable && duration > 0) {
       if (this.matches(res)) {
         const prefetch = this.inner === undefined || this.hold || this.noSend;
-        this.stored = storedNow = c.set(res, wire, this.key, mt, duration, this.req.server, prefetch);
+        // The Item copies the bytes: `prepared` can still go to the client below.
+        this.stored = storedNow = c.set(res, prepared, this.req.name, this.key, mt, duration, this.req.server, prefetch);
         if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
       } else {
         c.m.cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
       }
     }
+    if (!send) return;
+    this.send(prepared, storedNow, res, duration);
+  }
+
+  /**
+   * A plain positive answer (scanPlainAnswer) to this request's question, taken as process() takes it, without
+   * decoding: NOERROR with answers of the question's type (so typify's NoError, answersQuestion true, no RRSIG to
+   * check), cached for its smallest TTL clamped to the positive bounds. False when the reply is of another shape
+   * or for another question (process decides then).
+   */
+  private processPlain(wire: Uint8Array): boolean {
+    const a = scanPlainAnswer(wire);
+    if (a === undefined) return false;
+    const req = this.req;
+    const qt = a.qtype;
+    if (qt !== req.qtype || a.qclass !== req.qclass || !questionNameIs(wire, req.name)) return false;
+    // The answers hold the question's type (only A and AAAA records are plain), or the type is ANY or CNAME.
+    if (qt !== RRType.ANY && qt !== RRType.CNAME && (a.types & (qt === RRType.A ? 1 : qt === RRType.AAAA ? 2 : 0)) === 0) return false;
+    const c = this.c;
+    const o = c.o;
+    const duration = clamp(Math.min(a.minTtl, MAX_DEFAULT_TTL), o.minpttl, o.pttl);
+    const prepared: Prepared = {
+      wire: a.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, a.optStart, a.optEnd), ttls: a.ttls, qEnd: a.qEnd,
+    };
+    for (const off of a.ttls) writeTtl(prepared.wire, off, duration);
+    let storedNow: Item | undefined;
+    if (duration > 0) {
+      const prefetch = this.inner === undefined || this.hold || this.noSend;
+      this.stored = storedNow = c.set(undefined, prepared, req.name, this.key, ResponseType.NoError, duration, req.server, prefetch);
+      if (storedNow !== undefined) storedNow.extendedErrors = req.extendedErrors?.slice();
+    }
+    this.send(prepared, storedNow, undefined, duration);
+    return true;
+  }
+
+  /** The reply to the client (or to the verify writer's holder): without the upstream's OPT, TTLs = duration. */
+  private send(prepared: Prepared | undefined, storedNow: Item | undefined, res: Message | undefined, duration: number): void {
     const inner = this.inner;
-    if (inner === undefined || this.late || !send || this.noSend) return;
+    if (inner === undefined || this.late || this.noSend) return;
     // The reply goes out without the upstream's OPT: the server gives it the client's (CoreDNS does the same).
     const clearAd = !this.doBit && !this.ad;
-    if (wire !== undefined) {
-      const s = scanRecords(wire);
-      if (s !== undefined && (s.optStart < 0 || s.optEnd === wire.length)) {
-        const out = s.optStart < 0 ? Buffer.from(wire) : removeOpt(wire, s.optStart, s.optEnd);
-        for (const off of s.ttls) writeTtl(out, off, duration);
-        if (clearAd) out[3] = out[3]! & ~0x20;
-        if (this.hold) this.held = out;
-        else inner.writeWire(out);
-        return;
-      }
+    if (prepared !== undefined) {
+      const out = prepared.wire;
+      if (clearAd) out[3] = out[3]! & ~0x20;
+      if (this.hold) this.held = out;
+      else inner.writeWire(out);
+      return;
     }
     if (storedNow !== undefined) {
       // What was just stored is this reply as it goes out (no OPT, every TTL = duration): its bytes are
@@ -849,6 +901,7 @@ export class CacheWriter implements ResponseWriter {
       else inner.writeWire(out);
       return;
     }
+    if (res === undefined) return; // a plain answer always has `prepared`
     for (const sec of [res.answer, res.authority, res.additional]) for (const rr of sec) rr.ttl = duration;
     if (clearAd) res.ad = false;
     res.edns = undefined;

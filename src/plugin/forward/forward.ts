@@ -257,13 +257,20 @@ export class Forward implements UpstreamControl {
 
   private async serve(req: Request, w: ResponseWriter): Promise<number> {
     try {
-      const msg = req.msg;
+      // The query as CoreDNS packs it: a scanned query's own bytes are that already (never changed below: the
+      // proxy sends a copy), anything else is encoded.
       let query: Buffer;
-      try {
-        query = encodeMessage(msg);
-      } catch (e) {
-        throw new PluginError(Rcode.FORMERR, e instanceof Error ? e.message : String(e));
+      const wire = req.canonicalWire ? req.wire : undefined;
+      if (wire !== undefined) {
+        query = Buffer.isBuffer(wire) ? wire : Buffer.from(wire);
+      } else {
+        try {
+          query = encodeMessage(req.msg);
+        } catch (e) {
+          throw new PluginError(Rcode.FORMERR, e instanceof Error ? e.message : String(e));
+        }
       }
+      const flags = req.flags;
       const qEnd = questionEnd(query);
       const o = this.opts;
       const proto: 'udp' | 'tcp' = o.forceTcp ? 'tcp' : o.preferUdp ? 'udp' : req.proto;
@@ -274,10 +281,11 @@ export class Forward implements UpstreamControl {
       // (dnstap) every query's own upstream exchanges are tapped, as CoreDNS does: no coalescing then.
       if (this.tappers.length !== 0) {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline, req);
-      } else if (o.coalesce && msg.opcode === Opcode.QUERY && msg.question.length === 1 && req.value(NO_COALESCE) === undefined) {
-        const e = msg.edns;
-        const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + (msg.cd ? 1 : 0) + (msg.rd ? 1 : 0)
-          + (msg.ad ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
+      } else if (o.coalesce && ((flags >> 11) & 0xf) === Opcode.QUERY && (req.scannedQuestion || req.msg.question.length === 1)
+        && req.value(NO_COALESCE) === undefined) {
+        const e = req.edns;
+        const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + ((flags & 0x10) !== 0 ? 1 : 0)
+          + ((flags & 0x100) !== 0 ? 1 : 0) + ((flags & 0x20) !== 0 ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
         const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize, req.deadline));
         shared = f.shared;
         if (shared) this.metrics.coalescedCount.inc();
@@ -294,11 +302,12 @@ export class Forward implements UpstreamControl {
         throw new PluginError(Rcode.SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
       }
       const out = Buffer.from(outcome.reply);
-      out[0] = msg.id >> 8;
-      out[1] = msg.id & 0xff;
+      const id = req.id;
+      out[0] = id >> 8;
+      out[1] = id & 0xff;
       if ((out[2]! & 0x80) === 0 || !questionMatches(query, qEnd, out)) {
         // CoreDNS: a reply that does not match the question is answered with FORMERR.
-        const formerr = replyTo(msg);
+        const formerr = replyTo(req.msg);
         formerr.rcode = Rcode.FORMERR;
         w.writeMsg(formerr);
         return 0;

@@ -186,25 +186,11 @@ export class Proxy {
    * (0x20: one bit of entropy each, beyond ID and source port) and the reply gets the client's spelling back; an
    * upstream that changes the case is asked again as the client spelled it, and from then on always so.
    */
-  private async lookup(original: Uint8Array, out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
+  private lookup(original: Uint8Array, out: Buffer, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined): Promise<Buffer> {
     const qEnd = questionEnd(out);
-    if (qEnd < 0) throw new UpstreamError('other', 'dns: bad query');
+    if (qEnd < 0) return Promise.reject(new UpstreamError('other', 'dns: bad query'));
     const letters = proto === 'udp' && !this.caseBlind && this.opts.caseRandomization !== false ? randomizeCase(out, qEnd) : 0;
-    if (letters === 0) return this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, 0);
-    let reply: Buffer;
-    try {
-      reply = await this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, letters);
-    } catch (e) {
-      if (!(e instanceof UpstreamError) || e.kind !== 'case') throw e;
-      this.caseBlind = true;
-      return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
-    }
-    if (!questionIdentical(out, qEnd, reply)) return reply; // for another question: forward answers FORMERR
-    // Truncated: upstreams compress names case-sensitively (miekg, nodens), so under another spelling fewer records
-    // may fit than under the client's. Asked again as spelled, the TC reply is the one CoreDNS would relay.
-    if ((reply[2]! & 0x02) !== 0) return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
-    restoreQuestionCase(reply, qEnd, out, original);
-    return reply;
+    return this.exchange(original, out, qEnd, proto, bufsize, timeoutMs, info, letters);
   }
 
   /** The query again with the client's spelling (no 0x20) and a fresh ID: the port draw carries the entropy. */
@@ -215,11 +201,13 @@ export class Proxy {
     const id = randomId();
     out[0] = id >> 8;
     out[1] = id & 0xff;
-    return this.exchange(out, qEnd, proto, bufsize, timeoutMs, info, 0);
+    return this.exchange(original, out, qEnd, proto, bufsize, timeoutMs, info, 0);
   }
 
+  /** One connection's exchange (one async frame per upstream query: this is the hot path of every miss). */
   private async exchange(
-    out: Buffer, qEnd: number, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined, caseLetters: number,
+    original: Uint8Array, out: Buffer, qEnd: number, proto: Proto, bufsize: number, timeoutMs: number, info: ExchangeInfo | undefined,
+    caseLetters: number,
   ): Promise<Buffer> {
     const t = this.transport;
     const conn: Conn = proto === 'udp' && t.udpOneShot ? t.oneShotUdp() : await t.dial(proto);
@@ -227,18 +215,30 @@ export class Proxy {
       info.local = conn.localEndpoint();
       info.proto = conn.proto === 'udp' ? 'udp' : 'tcp';
     }
+    let reply: Buffer;
     try {
-      const reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize, caseLetters);
+      reply = await conn.exchange(out, qEnd, timeoutMs, bufsize < 512 ? 512 : bufsize, caseLetters);
       // A native one-use socket exists only from its send on: its end is known now, not at the dial.
       if (info !== undefined && info.local === '') info.local = conn.localEndpoint();
       this.transport.yield(conn);
-      return reply;
     } catch (e) {
       if (info !== undefined && info.local === '') info.local = conn.localEndpoint();
       conn.close();
-      if (e instanceof UpstreamError && e.kind === 'timeout') this.metrics.timeoutsCount.labels(this.proxyName, this.addr, conn.proto).inc();
+      if (e instanceof UpstreamError) {
+        if (e.kind === 'timeout') this.metrics.timeoutsCount.labels(this.proxyName, this.addr, conn.proto).inc();
+        else if (e.kind === 'case') {
+          this.caseBlind = true;
+          return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
+        }
+      }
       throw e;
     }
+    if (caseLetters === 0 || !questionIdentical(out, qEnd, reply)) return reply; // another question: forward answers FORMERR
+    // Truncated: upstreams compress names case-sensitively (miekg, nodens), so under another spelling fewer records
+    // may fit than under the client's. Asked again as spelled, the TC reply is the one CoreDNS would relay.
+    if ((reply[2]! & 0x02) !== 0) return this.askAsSpelled(original, out, qEnd, proto, bufsize, timeoutMs, info);
+    restoreQuestionCase(reply, qEnd, out, original);
+    return reply;
   }
 
   private doh(out: Buffer): Promise<Buffer> {
