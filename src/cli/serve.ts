@@ -12,6 +12,7 @@ import { versionLines } from '../version.ts';
 import { goQuote } from '../corefile/address.ts';
 import type { FlagSpec } from './flags.ts';
 import { printsZoneLines, printsVersionLines, reportWorkerReady, takeRelayedSignals } from './workers.ts';
+import { releaseCleanPages } from '../native/memory.ts';
 import { inWorkerThread } from '../plugin/pkg/workers.ts';
 import type { Supervisor } from './supervisor.ts';
 
@@ -144,14 +145,23 @@ export async function serve(o: ServeOptions): Promise<void> {
   await runtime.announceStart();
   if (!o.quiet && printsVersionLines()) out(versionText());
   reportWorkerReady();
+  // Start-up touched much of Node's binary that serving does not: those pages go (once the threads of -workers
+  // have started too), and again after every reload. One process: the main thread does it for all.
+  if (!inWorkerThread()) {
+    if ((o.workers ?? 1) <= 1) releaseCleanPages();
+    runtime.onStarted((_, reloaded) => { if (reloaded) releaseCleanPages(); });
+  }
 
   if ((o.workers ?? 1) > 1) {
     // -workers N: this thread serves as worker 1; the others start now, and the version lines follow once all serve.
+    releaseCleanPages(); // before the threads start: their start-up then begins from this thread's serving set
     const { startWorkers } = await import('./supervisor.ts');
     const supervisor = startWorkers(o.workers!, (signal) => { process.emit(signal, signal); });
     running.setSupervisor(supervisor);
     running.set(runtime);
-    if (await supervisor.ready && !supervisor.stopping && !o.quiet) out(versionText());
+    const ready = await supervisor.ready;
+    if (ready && !supervisor.stopping && !o.quiet) out(versionText());
+    if (ready) releaseCleanPages();
     return;
   }
   running.set(runtime);
