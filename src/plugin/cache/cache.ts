@@ -63,6 +63,9 @@ const EPOCH = Date.now();
 const DENIAL = 1;
 const SERVFAIL = 2;
 
+/** Where Item builds its string (grown when a reply is larger). */
+let scratch = Buffer.allocUnsafe(4096);
+
 /**
  * One cached reply. Its bytes are one latin1 string (the reply, then the offsets of its TTL fields, two chars
  * each): a string costs the V8 heap its length plus 16 bytes, where a Buffer cost a ~100-byte view object, an
@@ -90,11 +93,14 @@ export class Item {
 
   /** `wire`: the reply without OPT, all TTLs = origTtl; `ttls`: where its TTL fields are. */
   constructor(wire: Uint8Array, ttls: readonly number[], qEnd: number, origTtl: number, stored: number, denial: boolean, servfail: boolean) {
-    // Built in one buffer and decoded once: a flat string (concatenating would keep a rope of two).
-    const b = Buffer.allocUnsafe(wire.length + 2 * ttls.length);
+    // Built in one buffer and decoded once: a flat string (concatenating would keep a rope of two). The buffer is
+    // the module's scratch: a Buffer per entry was one more backing store per miss for malloc to churn through.
+    const n = wire.length + 2 * ttls.length;
+    if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length));
+    const b = scratch;
     b.set(wire, 0);
     for (let i = 0; i < ttls.length; i++) b.writeUInt16BE(ttls[i]!, wire.length + 2 * i);
-    this.data = b.toString('latin1');
+    this.data = b.toString('latin1', 0, n);
     this.wireLen = wire.length;
     this.qEnd = qEnd;
     this.origTtl = origTtl;

@@ -277,6 +277,8 @@ export class Forward implements UpstreamControl {
       const bufsize = req.size;
       let outcome: Outcome;
       let shared = false;
+      /** The reply is this query's alone (no coalesced caller shares it): patched in place, not copied. */
+      let owned = true;
       // (loop) `loop/no-coalesce`: a loop probe must be forwarded on every lap, as CoreDNS would.
       // (dnstap) every query's own upstream exchanges are tapped, as CoreDNS does: no coalescing then.
       if (this.tappers.length !== 0) {
@@ -290,6 +292,7 @@ export class Forward implements UpstreamControl {
         shared = f.shared;
         if (shared) this.metrics.coalescedCount.inc();
         outcome = await f.promise;
+        owned = !shared && f.flight.joined === 0;
       } else {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline);
       }
@@ -301,7 +304,7 @@ export class Forward implements UpstreamControl {
       if (outcome.reply === undefined) {
         throw new PluginError(Rcode.SERVFAIL, outcome.err !== undefined ? outcome.err.message : ErrNoHealthy, { cause: outcome.err });
       }
-      const out = Buffer.from(outcome.reply);
+      const out = owned ? outcome.reply : Buffer.from(outcome.reply);
       const id = req.id;
       out[0] = id >> 8;
       out[1] = id & 0xff;

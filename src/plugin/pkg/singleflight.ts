@@ -2,20 +2,33 @@
 // the first caller for a key runs the function, every caller that arrives while
 // it runs gets the same promise. Nothing is remembered once it settles.
 
-export class SingleFlight<T> {
-  private readonly inflight = new Map<string, Promise<T>>();
+/** One call in flight: its promise, and how many callers joined it (final once it settled). */
+export interface Flight<T> {
+  readonly promise: Promise<T>;
+  joined: number;
+}
 
-  /** Calls `fn` unless a call for `key` is already running; `shared` tells whether the caller joined one. */
-  do(key: string, fn: () => Promise<T>): { promise: Promise<T>; shared: boolean } {
+export class SingleFlight<T> {
+  private readonly inflight = new Map<string, Flight<T>>();
+
+  /**
+   * Calls `fn` unless a call for `key` is already running; `shared` tells whether the caller joined one. The
+   * caller that ran it can read `flight.joined` once the promise settled: 0 means the result is its alone.
+   */
+  do(key: string, fn: () => Promise<T>): { promise: Promise<T>; shared: boolean; flight: Flight<T> } {
     const running = this.inflight.get(key);
-    if (running !== undefined) return { promise: running, shared: true };
+    if (running !== undefined) {
+      running.joined++;
+      return { promise: running.promise, shared: true, flight: running };
+    }
     const p = fn();
-    this.inflight.set(key, p);
+    const flight: Flight<T> = { promise: p, joined: 0 };
+    this.inflight.set(key, flight);
     const clear = (): void => {
-      if (this.inflight.get(key) === p) this.inflight.delete(key);
+      if (this.inflight.get(key) === flight) this.inflight.delete(key);
     };
     p.then(clear, clear);
-    return { promise: p, shared: false };
+    return { promise: p, shared: false, flight };
   }
 
   /** Number of keys with a call in flight. */

@@ -24,6 +24,8 @@ interface Waiting {
   mismatch: Buffer | undefined;
   /** The query's name went out in random case (0x20): the reply must repeat it byte for byte. */
   exactCase: boolean;
+  /** A reply with the right ID and question in another case came (0x20): see `caseChanged`. */
+  caseChanged: boolean;
 }
 
 /** CoreDNS truncateResponse: the header and question of an oversized reply, no records, TC set. */
@@ -59,8 +61,9 @@ export abstract class Conn {
 
   /**
    * Send `query` (its ID already set) and wait up to `timeoutMs` for the matching reply. `caseLetters` > 0: the
-   * name's letters went out in random case, and a reply whose question differs from the query in case only ends the
-   * exchange with an UpstreamError of kind `case` (the upstream does not preserve case, or a forger guessed the rest).
+   * name's letters went out in random case, and a reply whose question differs from the query in case only is
+   * skipped like a forgery; if nothing else came when the time is up, the exchange fails with an UpstreamError of
+   * kind `case` (the upstream does not preserve case).
    */
   exchange(query: Uint8Array, qEnd: number, timeoutMs: number, bufsize: number, caseLetters = 0): Promise<Buffer> {
     if (this.closed) {
@@ -70,6 +73,7 @@ export abstract class Conn {
       const timer = setTimeout(() => this.onTimeout(), timeoutMs);
       this.waiting = {
         query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined, exactCase: caseLetters > 0,
+        caseChanged: false,
       };
       this.caseLetters = caseLetters;
       try {
@@ -103,6 +107,10 @@ export abstract class Conn {
       w.resolve(w.mismatch);
       return;
     }
+    if (w.caseChanged) {
+      this.fail(new UpstreamError('case', `read ${this.netName()} ${this.localAddr()}->${this.remote}: replies changed the letter case of the question`));
+      return;
+    }
     this.fail(new UpstreamError('timeout', `read ${this.netName()} ${this.localAddr()}->${this.remote}: i/o timeout`));
   }
 
@@ -125,7 +133,7 @@ export abstract class Conn {
     if (((m[0]! << 8) | m[1]!) !== w.id) return; // wrong ID: skipped (out of order or spoofed)
     if (this.proto === 'udp' && m.length > w.bufsize) {
       if (m.length >= w.qEnd && questionMatches(w.query, w.qEnd, m)) {
-        if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) this.caseChanged();
+        if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) w.caseChanged = true;
         else this.finish(w, truncatedReply(m, w.qEnd));
       }
       return;
@@ -135,19 +143,12 @@ export abstract class Conn {
       return;
     }
     if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) {
-      this.caseChanged();
+      // Skipped: a forger who got ID and port right but not the case must not end the exchange (nor turn 0x20 off
+      // for this upstream while his flood goes on). The upstream's own reply in the right case may still come.
+      w.caseChanged = true;
       return;
     }
     this.finish(w, m);
-  }
-
-  /**
-   * The right ID and question, in another case than sent. A resolver that rewrites the case would fail every 0x20
-   * query this way, so the exchange ends at once (the proxy asks again without 0x20) instead of waiting out the
-   * timeout; a forger who got ID and port right gains only that second query.
-   */
-  private caseChanged(): void {
-    this.fail(new UpstreamError('case', `read ${this.netName()} ${this.localAddr()}->${this.remote}: reply changed the letter case of the question`));
   }
 
   private finish(w: Waiting, m: Buffer): void {

@@ -162,7 +162,7 @@ test('0x20: a name with letters goes out in random case (one CSPRNG bit per lett
   assert.equal(p.caseBlind, false);
 });
 
-test('0x20: an upstream that answers in another case is asked again as the client spelled the name, and from then on always so', async (t) => {
+test('0x20: an upstream that answers in another case is asked again (after the read timeout) as the client spelled the name, and from then on always so', async (t) => {
   const up = await upstream('127.0.0.1', (q, from, sock) => {
     const r = Buffer.from(q);
     r[2] = r[2]! | 0x80;
@@ -175,8 +175,10 @@ test('0x20: an upstream that answers in another case is asked again as the clien
   p.start();
   t.after(() => { p.stop(); up.sock.close(); });
   // "example" in a case the upstream keeps: lower-case letters only
-  const r = await p.connect(healthQuery('example.org.', true), 'udp', 512);
+  const t0 = Date.now();
+  const r = await p.connect(healthQuery('example.org.', true), 'udp', 512, 150);
   assert.equal(r.subarray(13, 20).toString('latin1'), 'example');
+  if (names.length === 2) assert.ok(Date.now() - t0 >= 140, 'the case-changed reply was not taken at once');
   assert.ok(names.length === 1 || names.length === 2, 'at most one second query');
   if (names.length === 2) {
     assert.equal(p.caseBlind, true, 'the reply in another case turned 0x20 off for this upstream');
@@ -186,7 +188,7 @@ test('0x20: an upstream that answers in another case is asked again as the clien
   const before = names.length;
   if (!p.caseBlind) {
     // the first query's random spelling happened to be all lower case (1 in 128): force a mismatch
-    await p.connect(healthQuery('EXAMPLE.org.', true), 'udp', 512);
+    await p.connect(healthQuery('EXAMPLE.org.', true), 'udp', 512, 150);
   }
   assert.equal(p.caseBlind, true);
   const mark = names.length;
@@ -197,6 +199,32 @@ test('0x20: an upstream that answers in another case is asked again as the clien
   }
   assert.deepEqual(names.slice(mark), new Array(20).fill('Example'), 'one query each, as the client spelled it');
   assert.ok(before >= 1);
+});
+
+test('0x20 holds against a flood: replies with the right ID in the wrong case are skipped, the upstream\'s own is taken, and 0x20 stays on (pooled socket)', async (t) => {
+  // The upstream first sends forgeries of its own reply (the right ID, the name lower-cased, another answer),
+  // then, 30 ms later, the real reply: what an attacker who learned the pooled port and guessed the ID would do.
+  const up = await upstream('127.0.0.1', (q, from, sock) => {
+    const forged = Buffer.from(q);
+    forged[2] = forged[2]! | 0x80;
+    for (let i = 12; i < forged.length - 4; i++) if (forged[i]! >= 65 && forged[i]! <= 90) forged[i] = forged[i]! + 32;
+    forged[3] = 0x83; // NXDOMAIN: not what the genuine reply says
+    for (let k = 0; k < 20; k++) sock.send(forged, from.port, from.address);
+    const real = Buffer.from(q);
+    real[2] = real[2]! | 0x80;
+    setTimeout(() => { sock.send(real, from.port, from.address); }, 30);
+  });
+  const p = new Proxy('127.0.0.1', up.port, 'dns', { file: 'test', line: 1, source: 'corefile' }, options({ reuseUdp: true }));
+  p.start();
+  t.after(() => { p.stop(); up.sock.close(); });
+  for (let i = 0; i < 10; i++) {
+    const q = healthQuery('EXAMPLE.ORG.', true);
+    const r = await p.connect(q, 'udp', 512, 1000);
+    assert.equal(r[3]! & 0x0f, 0, 'the genuine NOERROR, not a forged NXDOMAIN');
+    assert.equal(r.subarray(13, 20).toString('latin1'), 'EXAMPLE', 'spelled as asked');
+  }
+  assert.equal(p.caseBlind, false, 'forgeries do not turn 0x20 off');
+  assert.equal(up.seen.length, 10, 'no query asked twice');
 });
 
 test('0x20 adds to a pooled socket (reuse_udp_sockets) too: ID and letters', async (t) => {

@@ -98,8 +98,9 @@ export class Proxy {
   /** Taken out of rotation by an operator or a plugin (e.g. loop detection). */
   quarantined = false;
   /**
-   * The upstream answered a 0x20 query with the question in another case: it does not preserve case, so its
-   * queries go out as the client spelled them (and the source port alone carries the entropy again).
+   * A 0x20 query got, within its read timeout, replies with the question in another case and none in the case
+   * sent: the upstream does not preserve case, so its queries go out as the client spelled them (the port and ID
+   * carry the entropy again). Forged replies alone cannot cause this: the upstream's own reply would come in time.
    */
   caseBlind = false;
   private probing = false;
