@@ -4,6 +4,7 @@ import { Request, MAX_LOOKUP_DEPTH, type SubQueryRouter } from './request.ts';
 import { newQuery } from '../wire/message.ts';
 import { encodeMessage } from '../wire/encode.ts';
 import { decodeMessage, scanQuery } from '../wire/decode.ts';
+import { seededRandom } from '../wire/prng.ts';
 import type { Message } from '../wire/types.ts';
 
 function request(name: string, type = 1, router?: SubQueryRouter): Request {
@@ -213,13 +214,7 @@ test('a request made from a scan answers as the decoded one, and decodes its Mes
 });
 
 test('canonicalWire: whenever a scanned query says so, its bytes are its message encoded (20,000 random queries)', () => {
-  let seed = 0x1234567;
-  const rand = (n: number): number => {
-    seed ^= seed << 13; seed >>>= 0;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5; seed >>>= 0;
-    return seed % n;
-  };
+  const rand = seededRandom(0x1234567);
   let canonical = 0;
   for (let i = 0; i < 20_000; i++) {
     // a name of random labels (any bytes: dots, backslashes, spaces, upper case), random header flags, maybe an OPT

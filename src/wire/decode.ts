@@ -30,6 +30,7 @@
 //   sections are left as OpaqueData.
 
 import { WireError } from './error.ts';
+import { plainQuestionEnd } from './scan.ts';
 import { formatIPv4, formatIPv6 } from './ip.ts';
 import type {
   Edns, EdnsOption, Message, OpaqueData, Question, RData, ResourceRecord, SvcParam,
@@ -767,18 +768,10 @@ export function scanQuery(buf: Uint8Array): ScannedQuery | undefined {
   if (n < 17 || buf[4] !== 0 || buf[5] !== 1 || buf[6] !== 0 || buf[7] !== 0 || buf[8] !== 0 || buf[9] !== 0 || buf[10] !== 0) return undefined;
   const ar = buf[11]!;
   if (ar > 1) return undefined;
-  // Labels only, ending in the root within 255 octets and the message: readName cannot fail on them.
-  let p = 12;
-  for (;;) {
-    if (p >= n) return undefined;
-    const l = buf[p]!;
-    if (l === 0) break;
-    if (l > 63) return undefined;
-    p += l + 1;
-    if (p - 12 > 254) return undefined;
-  }
-  const qEnd = p + 5;
-  if (qEnd > n) return undefined; // a question cut short: decodeMessage's special cases
+  // Labels only, ending in the root within 255 octets and the message: readName cannot fail on them. A question
+  // cut short is left to decodeMessage's special cases.
+  const qEnd = plainQuestionEnd(buf);
+  if (qEnd < 0) return undefined;
   let edns: Edns | undefined;
   // A message that ends after the question has no OPT, whatever ARCOUNT says (decodeMessage: the count is a lie).
   if (ar === 1 && qEnd < n) {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decodeMessage, encodeMessage, newQuery, parseRecord } from './index.ts';
+import { seededRandom } from './prng.ts';
 import {
   questionNameIs, scanPlainAnswer, expandNames, findOptRecord, hasCompressionPointer, questionEnd, questionMatches, removeOpt, scanRecords, skipName, withoutOpt, writeTtl,
 } from './scan.ts';
@@ -190,14 +191,8 @@ test('expandNames leaves to the decoder whatever is not plainly framed', () => {
 });
 
 test('expandNames agrees with decode and re-encode on mutated replies (whenever it answers)', () => {
-  // Deterministic xorshift: the same corpus every run.
-  let seed = 0x9e3779b9;
-  const rand = (n: number): number => {
-    seed ^= seed << 13; seed >>>= 0;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5; seed >>>= 0;
-    return seed % n;
-  };
+  // Deterministic: the same corpus every run.
+  const rand = seededRandom(0x9e3779b9);
   const m = newQuery('www.example.org.', 1);
   m.qr = true;
   m.answer.push(parseRecord('www.example.org. 300 IN CNAME example.org.'), parseRecord('example.org. 60 IN A 192.0.2.1'));
@@ -224,13 +219,7 @@ test('expandNames agrees with decode and re-encode on mutated replies (whenever 
 });
 
 test('scanPlainAnswer: whenever it answers, the message decodes to the same facts (60,000 mutants of plain and other replies)', () => {
-  let seed = 0x2545f491;
-  const rand = (n: number): number => {
-    seed ^= seed << 13; seed >>>= 0;
-    seed ^= seed >>> 17;
-    seed ^= seed << 5; seed >>>= 0;
-    return seed % n;
-  };
+  const rand = seededRandom(0x2545f491);
   const plain = newQuery('Www.Example.org.', 1);
   plain.qr = true;
   plain.rd = true;

@@ -26,6 +26,24 @@ export function skipName(buf: Uint8Array, off: number, targets?: number[]): numb
   return -1;
 }
 
+/**
+ * Offset just past the first question when its name is labels only (no pointer, no reserved label type), ending in
+ * the root within 255 octets, and type and class fit in the message: names the decoder cannot fail on. -1 otherwise.
+ */
+export function plainQuestionEnd(buf: Uint8Array): number {
+  const n = buf.length;
+  let p = 12;
+  for (;;) {
+    if (p >= n) return -1;
+    const len = buf[p]!;
+    if (len === 0) break;
+    if (len > 63) return -1;
+    p += len + 1;
+    if (p - 12 > 254) return -1;
+  }
+  return p + 5 > n ? -1 : p + 5;
+}
+
 /** Offset just past the first question (12 + name + type + class); -1 when it does not fit. */
 export function questionEnd(buf: Uint8Array): number {
   const end = skipName(buf, 12);
@@ -482,24 +500,15 @@ export function scanPlainAnswer(b: Uint8Array): PlainAnswer | undefined {
   if (b[4] !== 0 || b[5] !== 1 || b[8] !== 0 || b[9] !== 0 || b[10] !== 0 || b[11]! > 1) return undefined;
   const an = (b[6]! << 8) | b[7]!;
   if (an === 0) return undefined;
-  let p = 12;
-  for (;;) {
-    if (p >= n) return undefined;
-    const len = b[p]!;
-    if (len === 0) break;
-    if (len > 63) return undefined;
-    p += len + 1;
-    if (p - 12 > 254) return undefined;
-  }
-  const qEnd = p + 5;
-  if (qEnd > n) return undefined;
+  const qEnd = plainQuestionEnd(b);
+  if (qEnd < 0) return undefined;
   const qtype = (b[qEnd - 4]! << 8) | b[qEnd - 3]!;
   const qclass = (b[qEnd - 2]! << 8) | b[qEnd - 1]!;
   if (qtype === RRType.AXFR || qtype === RRType.IXFR) return undefined; // typify: Meta
   let minTtl = Infinity;
   let types = 0;
   const ttls: number[] = [];
-  p = qEnd;
+  let p = qEnd;
   for (let i = 0; i < an; i++) {
     p = plainNameEnd(b, p);
     if (p < 0 || p + 10 > n) return undefined;
