@@ -24,7 +24,7 @@ interface Waiting {
   mismatch: Buffer | undefined;
   /** The query's name went out in random case (0x20): the reply must repeat it byte for byte. */
   exactCase: boolean;
-  /** A reply with the right ID and question in another case came (0x20): see `caseChanged`. */
+  /** A reply with the right ID and question in another case came (0x20): skipped; if nothing else comes in time, kind `case`. */
   caseChanged: boolean;
 }
 
