@@ -52,18 +52,22 @@ test('a hook runs a real command: blocking waits, & does not (once: caddy drops 
   const dir = mkdtempSync(join(tmpdir(), 'nodens-on-unit-'));
   const log = new Log();
   const file = join(dir, 'f');
-  const h: OnHook = { id: 'id1', event: 'startup', command: 'sh', args: ['-c', `sleep 0.2; echo x >> ${file}`, '&'] };
+  const h: OnHook = { id: 'id1', event: 'startup', command: 'sh', args: ['-c', `sleep 0.2; echo $0 >> ${file}`, '&'] };
   assert.equal(await runHook(h, log), undefined);
   assert.equal(existsSync(file), false, 'the & command is still running');
-  assert.deepEqual(h.args, ['-c', `sleep 0.2; echo x >> ${file}`]);
-  assert.equal(await runHook(h, log), undefined);
-  assert.equal(readFileSync(file, 'utf8'), 'x\nx\n', 'the second run blocked until the command ended');
+  assert.deepEqual(h.args, ['-c', `sleep 0.2; echo $0 >> ${file}`]);
+  // The same hook again (now blocking), told apart by its $0: its own line is there when it returns. (The first
+  // one's line comes about when this one's does; on a loaded machine a little later, so it is waited for.)
+  assert.equal(await runHook({ ...h, args: [...h.args, 'second'] }, log), undefined);
+  assert.match(readFileSync(file, 'utf8'), /^second$/m, 'the second run blocked until the command ended');
+  for (let i = 0; i < 100 && !/^sh$/m.test(readFileSync(file, 'utf8')); i++) await new Promise((r) => setTimeout(r, 20));
+  assert.match(readFileSync(file, 'utf8'), /^sh$/m, 'the first one ran too, in the background');
   assert.equal(await runHook({ id: 'id2', event: 'startup', command: 'sh', args: ['-c', 'exit 3'] }, log), 'exit status 3');
   assert.equal(await runHook({ id: 'id3', event: 'startup', command: 'no-such-command-x', args: [] }, log), 'exec: "no-such-command-x": executable file not found in $PATH');
   assert.equal(await runHook({ id: 'id4', event: 'startup', command: 'sh', args: ['-c', 'kill -9 $$'] }, log), 'signal: killed');
   assert.deepEqual(log.lines.slice(0, 2), [
-    `[INFO] Nonblocking Command "sh -c sleep 0.2; echo x >> ${file}" with ID id1`,
-    `[INFO] Blocking Command "sh -c sleep 0.2; echo x >> ${file}" with ID id1`,
+    `[INFO] Nonblocking Command "sh -c sleep 0.2; echo $0 >> ${file}" with ID id1`,
+    `[INFO] Blocking Command "sh -c sleep 0.2; echo $0 >> ${file} second" with ID id1`,
   ]);
 });
 
