@@ -9,9 +9,9 @@ const isLetter = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <
 
 /**
  * Sets the case of every ASCII letter of the question name (at 12, uncompressed, ending before `qEnd` - 4) from
- * `random` from `at` on (one bit per letter, from its bytes in order; 32 bytes cover any name) and returns how many letters
- * there were: the bits added. 0 when the name is compressed, does not fit, or has no letters or more than the
- * random bits cover; then nothing was changed.
+ * the bits of `random` from byte `at` on (one per letter, in order; 32 bytes cover any name) and returns how many
+ * letters there were: the bits added. 0 when the name is compressed, does not fit, or has no letters or more than
+ * the random bits cover; then nothing was changed.
  */
 export function randomizeQuestionCase(msg: Uint8Array, qEnd: number, random: Uint8Array, at = 0): number {
   const nameEnd = qEnd - 4;
@@ -52,7 +52,7 @@ export function questionIdentical(query: Uint8Array, qEnd: number, reply: Uint8A
  * without 0x20. The reply's question must be identical to `sent` (questionIdentical).
  */
 export function restoreQuestionCase(reply: Uint8Array, qEnd: number, sent: Uint8Array, original: Uint8Array): void {
-  reply.set(original.subarray(12, qEnd), 12);
+  for (let i = 12; i < qEnd; i++) reply[i] = original[i]!; // (no subarray view: this runs for every miss)
   const count = ((reply[6]! << 8) | reply[7]!) + ((reply[8]! << 8) | reply[9]!) + ((reply[10]! << 8) | reply[11]!);
   let off = qEnd;
   for (let i = 0; i < count; i++) {

@@ -841,10 +841,7 @@ export class CacheWriter implements ResponseWriter {
     let storedNow: Item | undefined;
     if (cacheable && duration > 0) {
       if (this.matches(res)) {
-        const prefetch = this.inner === undefined || this.hold || this.noSend;
-        // The Item copies the bytes: `prepared` can still go to the client below.
-        this.stored = storedNow = c.set(res, prepared, this.req.name, this.key, mt, duration, this.req.server, prefetch);
-        if (this.stored !== undefined) this.stored.extendedErrors = this.req.extendedErrors?.slice();
+        storedNow = this.store(res, prepared, mt, duration);
       } else {
         c.m.cacheDrops.child(this.req.server, c.zonesLabel, c.view).inc();
       }
@@ -875,13 +872,21 @@ export class CacheWriter implements ResponseWriter {
     };
     for (const off of a.ttls) writeTtl(prepared.wire, off, duration);
     let storedNow: Item | undefined;
-    if (duration > 0) {
-      const prefetch = this.inner === undefined || this.hold || this.noSend;
-      this.stored = storedNow = c.set(undefined, prepared, req.name, this.key, ResponseType.NoError, duration, req.server, prefetch);
-      if (storedNow !== undefined) storedNow.extendedErrors = req.extendedErrors?.slice();
-    }
+    if (duration > 0) storedNow = this.store(undefined, prepared, ResponseType.NoError, duration);
     this.send(prepared, storedNow, undefined, duration);
     return true;
+  }
+
+  /**
+   * The reply (matching the request) into the cache, with the Extended DNS Errors of the request that filled it.
+   * The Item copies the bytes: `prepared` can still go to the client.
+   */
+  private store(res: Message | undefined, prepared: Prepared | undefined, mt: number, duration: number): Item | undefined {
+    const prefetch = this.inner === undefined || this.hold || this.noSend;
+    const item = this.c.set(res, prepared, this.req.name, this.key, mt, duration, this.req.server, prefetch);
+    if (item !== undefined) item.extendedErrors = this.req.extendedErrors?.slice();
+    this.stored = item;
+    return item;
   }
 
   /** The reply to the client (or to the verify writer's holder): without the upstream's OPT, TTLs = duration. */

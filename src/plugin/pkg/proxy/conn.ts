@@ -22,8 +22,8 @@ interface Waiting {
   timer: NodeJS.Timeout;
   /** A reply with the right ID but the wrong question: used only if nothing better arrives in time. */
   mismatch: Buffer | undefined;
-  /** The query's name went out in random case (0x20): the reply must repeat it byte for byte. */
-  exactCase: boolean;
+  /** Letters of the query's name sent in random case (0x20; 0: none): the reply must repeat them byte for byte. */
+  caseLetters: number;
   /** A reply with the right ID and question in another case came (0x20): skipped; if nothing else comes in time, kind `case`. */
   caseChanged: boolean;
 }
@@ -48,8 +48,6 @@ export abstract class Conn {
   reused = false;
   protected waiting: Waiting | undefined;
   protected local = '';
-  /** Letters of the outstanding query's name sent in random case (0x20): entropy beyond ID and port. */
-  protected caseLetters = 0;
 
   constructor(proto: Proto, remote: string) {
     this.proto = proto;
@@ -72,10 +70,9 @@ export abstract class Conn {
     return new Promise<Buffer>((resolve, reject) => {
       const timer = setTimeout(() => this.onTimeout(), timeoutMs);
       this.waiting = {
-        query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined, exactCase: caseLetters > 0,
+        query, qEnd, id: (query[0]! << 8) | query[1]!, bufsize, resolve, reject, timer, mismatch: undefined, caseLetters,
         caseChanged: false,
       };
-      this.caseLetters = caseLetters;
       try {
         this.send(query);
       } catch (e) {
@@ -133,7 +130,7 @@ export abstract class Conn {
     if (((m[0]! << 8) | m[1]!) !== w.id) return; // wrong ID: skipped (out of order or spoofed)
     if (this.proto === 'udp' && m.length > w.bufsize) {
       if (m.length >= w.qEnd && questionMatches(w.query, w.qEnd, m)) {
-        if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) w.caseChanged = true;
+        if (w.caseLetters > 0 && !questionIdentical(w.query, w.qEnd, m)) w.caseChanged = true;
         else this.finish(w, truncatedReply(m, w.qEnd));
       }
       return;
@@ -142,7 +139,7 @@ export abstract class Conn {
       w.mismatch ??= m;
       return;
     }
-    if (w.exactCase && !questionIdentical(w.query, w.qEnd, m)) {
+    if (w.caseLetters > 0 && !questionIdentical(w.query, w.qEnd, m)) {
       // Skipped: a forger who got ID and port right but not the case must not end the exchange (nor turn 0x20 off
       // for this upstream while his flood goes on). The upstream's own reply in the right case may still come.
       w.caseChanged = true;

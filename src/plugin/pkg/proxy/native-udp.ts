@@ -163,7 +163,7 @@ export class NativeUdpConn extends Conn {
     // A pooled connection (reuse_udp_sockets) sends again on its socket; a fresh one opens it.
     const r = this.fd >= 0
       ? this.addon.resend(this.fd, query)
-      : this.addon.send(this.target.dst, this.target.src, query, this.caseLetters >= lettersForKernelPort);
+      : this.addon.send(this.target.dst, this.target.src, query, (this.waiting?.caseLetters ?? 0) >= lettersForKernelPort);
     sentSinceCheck++;
     if (r === 0 && this.fd >= 0) return;
     if (r >= 0) {
