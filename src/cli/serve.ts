@@ -110,6 +110,10 @@ const STARTING_RELEASE_MS = 10;
 
 /** Load the Corefile, start the server, write the pidfile and handle signals until the process ends. */
 export async function serve(o: ServeOptions): Promise<void> {
+  // Node's bootstrap and loading the bundle touched ~36 MiB of the binary that the rest of the start does not
+  // need: released now, they are not resident together with what setting up the servers touches next (TLS
+  // above all). Measured peak RSS at start: DoH Corefile 65.1-65.7 -> 58.8-59.5 MiB, hosts 56.9 -> 55.0.
+  if (!inWorkerThread()) releaseCleanPages();
   setLogSink(writeLineBlocking);
   let input;
   try {

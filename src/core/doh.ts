@@ -6,8 +6,8 @@
 
 import { channel } from 'node:diagnostics_channel';
 import http from 'node:http';
-import http2 from 'node:http2';
 import type net from 'node:net';
+import tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
 import { serverTlsOptions } from './tls.ts';
 import { Inflight, listenTcp, listenWildcard, watchTlsServer } from './http-listen.ts';
@@ -16,6 +16,8 @@ import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '..
 import { plainAddress } from '../wire/ip.ts';
 import { skipName } from '../wire/scan.ts';
 import { Opcode, Rcode, RRType } from '../wire/constants.ts';
+import { H2Connection, type H2Stream } from './h2.ts';
+import { HPACK_INDEX, HpackBlock } from './hpack.ts';
 
 export { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS } from './tls.ts';
 /** doh.Path, doh.MimeType. */
@@ -36,26 +38,20 @@ export interface HttpsListenerOptions {
 
 const httpsChannel = channel(ServeChannels.https);
 
-/**
- * What Go's HTTP/2 server advertises: 1 MiB stream windows and frames, and a header list of at most
- * http.DefaultMaxHeaderBytes plus Go's 320 bytes of slack. A POST body of up to 64 KiB then goes out without
- * waiting for a WINDOW_UPDATE, as with CoreDNS (Node's default windows are 64 KiB - 1).
- */
-const GO_WINDOW = 1 << 20;
-const GO_SETTINGS: http2.Settings = { initialWindowSize: GO_WINDOW, maxFrameSize: GO_WINDOW, maxHeaderListSize: (1 << 20) + 320 };
-
 export class DohListener implements ServerListener {
   readonly host: string;
   port: number;
   readonly transport = 'https';
   table: ServeTable;
   tlsConfig: ServerTlsConfig | undefined;
-  private server: http.Server | http2.Http2SecureServer | undefined;
-  private readonly opts: HttpsListenerOptions;
+  private server: http.Server | tls.Server | undefined;
+  /** HTTP/1.1 over TLS: the connections of the TLS server that did not negotiate h2. */
+  private h1: http.Server | undefined;
+  private opts: HttpsListenerOptions;
   private readonly sockets = new Set<net.Socket>();
   private readonly inflight = new Inflight();
   /** The open HTTP/2 connections (a graceful stop closes each). */
-  private readonly conns = new Map<http2.Http2Session, H2Conn>();
+  private readonly conns = new Map<H2Connection, H2Conn>();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -74,33 +70,22 @@ export class DohListener implements ServerListener {
     const readMs = t.readTimeoutMs ?? TCP_READ_TIMEOUT_MS;
     const idleMs = t.idleTimeoutMs ?? TCP_IDLE_TIMEOUT_MS;
     const cfg = this.tlsConfig;
-    let server: http.Server | http2.Http2SecureServer;
+    let server: http.Server | tls.Server;
     if (cfg === undefined) {
       const s = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
       server = s;
     } else {
-      const settings: http2.Settings = { ...GO_SETTINGS };
-      if (this.opts.maxStreams > 0) settings.maxConcurrentStreams = this.opts.maxStreams;
-      const s = http2.createSecureServer({
-        ...serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']),
-        allowHTTP1: true,
-        settings,
-      });
-      // HTTP/1.1 requests arrive as 'request'; adding that listener also installs the compatibility layer's
-      // 'stream' listener (Http2ServerRequest/Response per HTTP/2 request), which is taken off again: HTTP/2
-      // streams are served from 'stream' directly, without those two objects and their listeners per request.
-      s.on('request', this.onRequest);
-      s.removeAllListeners('stream');
-      s.on('stream', this.onStream);
-      s.on('session', this.onSession);
-      // HTTP/1.1 connections of the secure server: Go's ReadTimeout and IdleTimeout.
-      const h1 = s as unknown as http.Server;
-      h1.requestTimeout = readMs;
-      h1.headersTimeout = readMs;
-      h1.keepAliveTimeout = idleMs;
-      // An HTTP/2 connection with no activity for the idle time is closed (Go's IdleTimeout).
-      s.setTimeout(idleMs);
+      // TLS with ALPN h2 and http/1.1: h2 connections are served by h2.ts, the others (http/1.1, or no ALPN) by
+      // node:http with Go's ReadTimeout and IdleTimeout.
+      const h1 = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
+      this.h1 = h1;
+      const s = tls.createServer(serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']));
       watchTlsServer(s, () => this.tlsConfig, cfg);
+      s.on('secureConnection', (socket: tls.TLSSocket) => {
+        if (socket.destroyed) return; // refused by the client_auth policy
+        if (socket.alpnProtocol === 'h2') this.startH2(socket, idleMs);
+        else h1.emit('connection', socket);
+      });
       server = s;
     }
     if (this.opts.maxConnections > 0) server.maxConnections = this.opts.maxConnections;
@@ -115,16 +100,11 @@ export class DohListener implements ServerListener {
     this.port = await listenTcp(server, this.host, this.port, wildcard);
   }
 
-  private readonly onSession = (session: http2.ServerHttp2Session): void => {
-    this.conns.set(session, new H2Conn(session));
-    session.once('close', () => { this.conns.delete(session); });
-    try {
-      // The connection's receive window, as Go's server opens it (a WINDOW_UPDATE after its SETTINGS).
-      session.setLocalWindowSize(GO_WINDOW);
-    } catch {
-      // The session closed already.
-    }
-  };
+  private startH2(socket: tls.TLSSocket, idleMs: number): void {
+    const c = new H2Connection(socket, { maxStreams: this.opts.maxStreams, idleMs, onStream: this.onStream });
+    this.conns.set(c, new H2Conn(socket));
+    c.onClosed(() => { this.conns.delete(c); });
+  }
 
   /** HTTP/1.1 requests (over TLS, and the plain-HTTP server). */
   private readonly onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
@@ -149,14 +129,15 @@ export class DohListener implements ServerListener {
     });
   };
 
-  /** HTTP/2 requests, on the stream itself. */
-  private readonly onStream = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void => {
-    // A stream the client resets with an error code emits 'error'; there is nothing to answer then.
-    stream.on('error', ignore);
-    const conn = stream.session === undefined ? undefined : this.conns.get(stream.session);
-    if (conn === undefined) return; // its connection closed meanwhile
-    const answer: Answer = (status, body) => { answer2(conn, stream, status, body); };
-    const wire = requestWire(headers[':method'], headers[':path'] ?? '');
+  /** HTTP/2 requests (h2.ts), once their header block is complete. */
+  private readonly onStream = (c: H2Connection, stream: H2Stream): void => {
+    const conn = this.conns.get(c);
+    const answer: Answer = (status, body) => { answer2(c, stream, status, body); };
+    if (conn === undefined) { // its connection closed meanwhile
+      answer(500, undefined);
+      return;
+    }
+    const wire = requestWire(stream.method, stream.path);
     if (typeof wire === 'number') {
       this.respond(answer, wire);
       return;
@@ -167,16 +148,17 @@ export class DohListener implements ServerListener {
     }
     // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
     // expectation is ignored over HTTP/2 (no 417).
-    if (!stream.endAfterHeaders && headers.expect !== undefined && CONTINUE.test(headers.expect)) {
-      try {
-        stream.additionalHeaders({ ':status': 100 });
-      } catch {
-        // The stream closed meanwhile: reading its body ends at once.
-      }
-    }
-    readBody(stream, (body) => {
-      if (body === undefined) this.respond(answer, 400);
-      else this.serve(body, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
+    if (!stream.remoteEnded && stream.expect !== '' && CONTINUE.test(stream.expect)) c.interim(stream, CONTINUE_BLOCK);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    c.readBody(stream, (chunk) => {
+      if (size > MAX_QUERY) return;
+      size += chunk.length;
+      if (size > MAX_QUERY) chunks.length = 0;
+      else chunks.push(Buffer.from(chunk)); // a copy: the frame's bytes belong to the read buffer
+    }, () => {
+      if (size > MAX_QUERY) this.respond(answer, 400);
+      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
     });
   };
 
@@ -219,8 +201,8 @@ export class DohListener implements ServerListener {
     if (s === undefined) return;
     if (opts.tls !== undefined && 'setSecureContext' in s) {
       s.setSecureContext(serverTlsOptions(opts.tls, table.readTimeoutMs ?? TCP_READ_TIMEOUT_MS, ['h2', 'http/1.1']));
-      if (opts.maxStreams > 0) s.updateSettings({ maxConcurrentStreams: opts.maxStreams });
     }
+    this.opts = opts; // new connections advertise its max_streams
     s.maxConnections = opts.maxConnections > 0 ? opts.maxConnections : Infinity;
   }
 
@@ -231,13 +213,14 @@ export class DohListener implements ServerListener {
     if (s === undefined) return;
     const closed = new Promise<void>((resolve) => { s.close(() => { resolve(); }); });
     if ('closeIdleConnections' in s) s.closeIdleConnections();
+    this.h1?.closeIdleConnections();
     const deadline = Date.now() + graceMs;
     // HTTP/2: GOAWAY, and each connection closes once its open streams are answered. Their replies leave in a
     // later turn than the one that wrote them (and at most one per turn), so destroying the sockets as soon as
     // nothing is in flight would drop them, as Go's Shutdown does not.
-    const sessionsClosed = Promise.all([...this.conns.keys()].map((session) => new Promise<void>((resolve) => {
-      session.once('close', resolve);
-      session.close();
+    const sessionsClosed = Promise.all([...this.conns.keys()].map((c) => new Promise<void>((resolve) => {
+      c.onClosed(resolve);
+      c.close();
     })));
     await this.inflight.drained(graceMs);
     let timer: NodeJS.Timeout | undefined;
@@ -254,18 +237,14 @@ class CaptureSink implements ReplySink {
   send(wire: Uint8Array): void { this.wire ??= wire; }
 }
 
-/** What the requests of one HTTP/2 connection share: its addresses, read once, and its reply turn. */
+/** What the requests of one HTTP/2 connection share: its addresses, read once. */
 class H2Conn {
   readonly remoteAddress: string;
   readonly remotePort: number;
   readonly localAddress: string;
   readonly localPort: number;
-  /** A reply went out in this event-loop turn; the next ones wait in `waiting`. */
-  busy = false;
-  readonly waiting: Array<[http2.ServerHttp2Stream, http2.OutgoingHttpHeaders, Uint8Array]> = [];
 
-  constructor(session: http2.Http2Session) {
-    const sock = session.socket;
+  constructor(sock: net.Socket) {
     this.remoteAddress = plainAddress(sock.remoteAddress ?? '');
     this.remotePort = sock.remotePort ?? 0;
     this.localAddress = plainAddress(sock.localAddress ?? '');
@@ -322,26 +301,6 @@ function answer1(res: http.ServerResponse, status: number, wire: Uint8Array | un
   send1(res, status, [['Content-Length', body.length], ['Content-Type', 'text/plain; charset=utf-8'], ['X-Content-Type-Options', 'nosniff']], body);
 }
 
-/** HTTP/2: the same, in Go's HTTP/2 order (Content-Length last). */
-function answer2(conn: H2Conn, stream: http2.ServerHttp2Stream, status: number, wire: Uint8Array | undefined): void {
-  if (wire !== undefined) {
-    send2(conn, stream, {
-      ':status': 200,
-      'cache-control': `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`,
-      'content-type': MIME,
-      'content-length': wire.length,
-    }, wire);
-    return;
-  }
-  const body = errorBody(status);
-  send2(conn, stream, {
-    ':status': status,
-    'content-type': 'text/plain; charset=utf-8',
-    'x-content-type-options': 'nosniff',
-    'content-length': body.length,
-  }, body);
-}
-
 /** HTTP/1.1, without the Connection and Keep-Alive headers Go does not send on a kept-alive connection. */
 function send1(res: http.ServerResponse, status: number, headers: Array<[string, string | number]>, body: Uint8Array): void {
   if (res.destroyed || res.headersSent) return;
@@ -359,43 +318,46 @@ function send1(res: http.ServerResponse, status: number, headers: Array<[string,
   }
 }
 
-/**
- * HTTP/2: the headers, then the body and END_STREAM in one DATA frame, as Go sends them.
- *
- * A connection sends at most one reply per event-loop turn; the others wait for later turns. Node writes every
- * frame queued in a turn as one TLS record, so two replies answered in the same turn would share a record,
- * their frames interleaved; Go's server flushes reply by reply. Clients that read one TLS record per DNS
- * message, as dnsperf's DoH client does, stall on a shared record (the second reply waits in its buffer until
- * more bytes arrive).
- */
-function send2(conn: H2Conn, stream: http2.ServerHttp2Stream, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
-  if (conn.busy) {
-    conn.waiting.push([stream, headers, body]);
+/** The header block of an interim 100 (Continue). */
+const CONTINUE_BLOCK = new HpackBlock().withName(HPACK_INDEX.status, '100').bytes();
+const MIME_TEXT = 'text/plain; charset=utf-8';
+
+/** HTTP/2: the same, in Go's HTTP/2 order (`:status`, the handler's headers sorted, Content-Length, Date). */
+function answer2(c: H2Connection, stream: H2Stream, status: number, wire: Uint8Array | undefined): void {
+  const h = new HpackBlock();
+  if (wire !== undefined) {
+    h.indexed(HPACK_INDEX.status200)
+      .withName(HPACK_INDEX.cacheControl, `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`)
+      .withName(HPACK_INDEX.contentType, MIME)
+      .withName(HPACK_INDEX.contentLength, String(wire.length))
+      .withName(HPACK_INDEX.date, httpDate());
+    c.reply(stream, h.bytes(), wire);
     return;
   }
-  write2(stream, headers, body);
-  conn.busy = true;
-  setImmediate(nextTurn, conn);
+  const body = errorBody(status);
+  if (status === 400) h.indexed(HPACK_INDEX.status400);
+  else if (status === 404) h.indexed(HPACK_INDEX.status404);
+  else if (status === 500) h.indexed(HPACK_INDEX.status500);
+  else h.withName(HPACK_INDEX.status, String(status));
+  h.withName(HPACK_INDEX.contentType, MIME_TEXT)
+    .literal('x-content-type-options', 'nosniff')
+    .withName(HPACK_INDEX.contentLength, String(body.length))
+    .withName(HPACK_INDEX.date, httpDate());
+  c.reply(stream, h.bytes(), body);
 }
 
-function write2(stream: http2.ServerHttp2Stream, headers: http2.OutgoingHttpHeaders, body: Uint8Array): void {
-  if (stream.destroyed || stream.headersSent) return;
-  try {
-    stream.respond(headers);
-    stream.end(body);
-  } catch {
-    // The stream or its session closed meanwhile: nothing to answer.
-  }
-}
+let dateSecond = -1;
+let dateText = '';
 
-function nextTurn(conn: H2Conn): void {
-  const next = conn.waiting.shift();
-  if (next === undefined) {
-    conn.busy = false;
-    return;
+/** The Date header (RFC 9110 IMF-fixdate), formatted once per second. */
+function httpDate(): string {
+  const now = Date.now();
+  const sec = Math.floor(now / 1000);
+  if (sec !== dateSecond) {
+    dateSecond = sec;
+    dateText = new Date(sec * 1000).toUTCString();
   }
-  write2(next[0], next[1], next[2]);
-  setImmediate(nextTurn, conn);
+  return dateText;
 }
 
 /** Go's URL.Path: the percent-decoded path (an undecodable one matches nothing). */
