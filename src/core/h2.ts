@@ -88,7 +88,10 @@ export class H2Connection {
   private readonly opts: H2Options;
   private readonly decoder = new HpackDecoder(TABLE_SIZE);
   private readonly streams = new Map<number, H2Stream>();
-  private pending: Buffer | undefined;
+  /** Bytes of an incomplete frame (or preface): the chunks so far, their length, and how many the frame needs. */
+  private parts: Buffer[] = [];
+  private have = 0;
+  private need = 0;
   private preface = false;
   private lastStreamId = 0;
   /** A header block in CONTINUATION frames: its stream, END_STREAM, and the fragments so far. */
@@ -100,6 +103,8 @@ export class H2Connection {
   private peerMaxFrame = 16384;
   private goingAway = false;
   private closed = false;
+  /** The client acknowledged our SETTINGS (their stream limit included). */
+  private settingsAcked = false;
   /** Requests handed on and not answered yet, reset streams included (bounded: see `admit`). */
   private working = 0;
   private paused = false;
@@ -149,13 +154,21 @@ export class H2Connection {
   // --- reading -------------------------------------------------------------------------------------
 
   private onData(chunk: Buffer): void {
-    let b = this.pending === undefined ? chunk : Buffer.concat([this.pending, chunk]);
-    this.pending = undefined;
+    if (this.have + chunk.length < this.need) {
+      // A large frame arriving in pieces: gathered, and copied together once it is complete.
+      this.parts.push(chunk);
+      this.have += chunk.length;
+      return;
+    }
+    let b = this.have === 0 ? chunk : Buffer.concat([...this.parts, chunk]);
+    this.parts = [];
+    this.have = 0;
+    this.need = 0;
     try {
       if (!this.preface) {
         if (b.length < PREFACE.length) {
           if (!PREFACE.subarray(0, b.length).equals(b)) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'bad preface');
-          this.pending = b;
+          this.keep(b, PREFACE.length);
           return;
         }
         if (!PREFACE.equals(b.subarray(0, PREFACE.length))) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'bad preface');
@@ -163,21 +176,31 @@ export class H2Connection {
         b = b.subarray(PREFACE.length);
       }
       let p = 0;
+      let need = 9;
       while (b.length - p >= 9 && !this.closed) {
         const len = (b[p]! << 16) | (b[p + 1]! << 8) | b[p + 2]!;
         if (len > MAX_FRAME) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'frame too large');
-        if (b.length - p - 9 < len) break;
+        need = 9 + len;
+        if (b.length - p < need) break;
+        need = 9;
         const type = b[p + 3]!;
         const flags = b[p + 4]!;
         const id = b.readUInt32BE(p + 5) & 0x7fffffff;
         this.onFrame(type, flags, id, b.subarray(p + 9, p + 9 + len));
         p += 9 + len;
       }
-      if (p < b.length) this.pending = Buffer.from(b.subarray(p)); // a copy: `chunk` may be a pooled slice
+      if (p < b.length && !this.closed) this.keep(b.subarray(p), need);
     } catch (e) {
       // Whatever else went wrong ends this connection only (INTERNAL_ERROR), never the server.
       this.goaway(e instanceof ConnectionError ? e.code : e instanceof HpackError ? H2Error.COMPRESSION_ERROR : H2Error.INTERNAL_ERROR, true);
     }
+  }
+
+  /** The start of an incomplete frame, copied (it may be a small view of a large read), and the bytes it needs. */
+  private keep(rest: Buffer, need: number): void {
+    this.parts = [Buffer.from(rest)];
+    this.have = rest.length;
+    this.need = need;
   }
 
   private onFrame(type: number, flags: number, id: number, payload: Buffer): void {
@@ -289,7 +312,8 @@ export class H2Connection {
       return;
     }
     if (this.opts.maxStreams > 0 && this.streams.size >= this.opts.maxStreams) {
-      this.write(rst(id, H2Error.REFUSED_STREAM));
+      // As Go's server: a client that acknowledged the limit broke it (PROTOCOL_ERROR); before that, a race.
+      this.write(rst(id, this.settingsAcked ? H2Error.PROTOCOL_ERROR : H2Error.REFUSED_STREAM));
       return;
     }
     const s = new H2Stream(id, method, path, expect, ended, this.peerInitialWindow);
@@ -339,6 +363,7 @@ export class H2Connection {
     if (id !== 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'SETTINGS on a stream');
     if (flags & Flag.ACK) {
       if (payload.length !== 0) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      this.settingsAcked = true;
       return;
     }
     if (payload.length % 6 !== 0) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'SETTINGS size');

@@ -1,6 +1,6 @@
-// The DoH listener's own HTTP/2 layer (src/core/h2.ts) against Node's HTTP/2 client (nghttp2: Huffman strings, a dynamic
-// table, flow control) and against raw frames: protocol errors end the connection with RFC 9113's codes, and the
-// server keeps serving.
+// The DoH listener's own HTTP/2 layer (src/core/h2.ts) against Node's HTTP/2 client (nghttp2: Huffman strings,
+// a dynamic table, flow control) and against raw frames: protocol errors end the connection with RFC 9113's codes,
+// and the server keeps serving.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -219,7 +219,11 @@ test('HTTP/2 raw: a bad preface closes the connection; max_streams refuses the s
     // The slow block delays its answers 400 ms: the third stream opened meanwhile is refused.
     for (const id of [1, 3, 5]) r.send(frame(1, 0x5, id, requestBlock(`/dns-query?dns=${b64('x.slow.example.')}`)));
     await r.until((f) => f.some((x) => x.type === 3 && x.id === 5));
-    assert.equal(r.frames.find((x) => x.type === 3 && x.id === 5)!.payload.readUInt32BE(0), 7, 'REFUSED_STREAM');
+    assert.equal(r.frames.find((x) => x.type === 3 && x.id === 5)!.payload.readUInt32BE(0), 7, 'REFUSED_STREAM before the SETTINGS ACK');
+    // Once the client acknowledged the limit, breaking it is a PROTOCOL_ERROR of the stream (Go's server).
+    r.send(frame(4, 1, 0), frame(1, 0x5, 7, requestBlock(`/dns-query?dns=${b64('y.slow.example.')}`)));
+    await r.until((f) => f.some((x) => x.type === 3 && x.id === 7));
+    assert.equal(r.frames.find((x) => x.type === 3 && x.id === 7)!.payload.readUInt32BE(0), 1, 'PROTOCOL_ERROR after it');
     await r.until((f) => [1, 3].every((id) => f.some((x) => x.type === 0 && x.id === id && (x.flags & 1) === 1)));
     r.destroy();
   });
