@@ -253,6 +253,26 @@ test('HTTP/2 raw: a POST body in padded DATA frames, with trailers; a reset stre
   });
 });
 
+test('HTTP/2 raw: a request written one byte per TLS record, and a 60 KB DATA frame, are reassembled', async () => {
+  await withServer('', async (port) => {
+    const r = new Raw(port);
+    await r.start();
+    const bytes = frame(1, 0x5, 1, requestBlock(`/dns-query?dns=${b64('www.example.org.')}`));
+    for (const b of bytes) {
+      r.send(Buffer.from([b]));
+      await new Promise((res) => setImmediate(res));
+    }
+    await r.until((f) => f.some((x) => x.type === 0 && x.id === 1 && (x.flags & 1) === 1));
+    assert.equal(decodeMessage(r.frames.find((x) => x.type === 0 && x.id === 1)!.payload).answer.length, 1);
+    // One DATA frame of 60000 bytes (several TLS records): a POST body that is no DNS message, so 400.
+    r.send(frame(1, 0x4, 3, requestBlock('/dns-query', 'POST')), frame(0, 0x1, 3, Buffer.alloc(60000, 7)));
+    await r.until((f) => f.some((x) => x.type === 1 && x.id === 3));
+    const status = r.frames.find((x) => x.type === 1 && x.id === 3)!.payload[0];
+    assert.equal(status, 0x80 | 12, ':status 400 (static index 12)');
+    r.destroy();
+  });
+});
+
 test('HTTP/2 raw: 300 random frame sequences after the preface never stop the server', async () => {
   const rand = seededRandom(0x4832);
   await withServer('', async (port) => {
