@@ -2,7 +2,8 @@
 //   codec:    the conformance queries, and the reference CoreDNS's replies to those of
 //             the self-contained cases (zones of every type, DNSSEC, CHAOS, whoami, ...);
 //   corefile: the Corefiles of test/corefiles, of the conformance cases and of the READMEs;
-//   setup:    every README's Corefile examples (each plugin's own), the same Corefiles.
+//   setup:    every README's Corefile examples (each plugin's own), the same Corefiles;
+//   hpack:    RFC 7541's request examples (C.3, C.4) and DoH requests as curl, Go and nghttp2 send them.
 // Run once by hand (`node test/fuzz/seed.ts`) when cases or READMEs change.
 
 import dgram from 'node:dgram';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { ROOT } from '../helpers/server.ts';
 import { encodeQuery, parseQueriesFile } from '../conformance/lib/query.ts';
 import { referenceCoreDNS } from '../drills/common.ts';
+import { HPACK_SEEDS } from './targets.ts';
 
 const CORPUS = join(ROOT, 'test', 'fuzz', 'corpus');
 const CASES = join(ROOT, 'test', 'conformance', 'cases');
@@ -85,4 +87,6 @@ const corefile = fresh('corefile');
 for (const b of [...corefiles, ...readmeBlocks]) put(corefile, b);
 const setup = fresh('setup');
 for (const b of [...readmeBlocks, ...corefiles]) put(setup, b);
-console.log(`codec: ${nq} queries, ${nr} replies; corefile: ${corefiles.length + readmeBlocks.length}; setup: ${readmeBlocks.length + corefiles.length}`);
+const hpack = fresh('hpack');
+for (const b of HPACK_SEEDS) put(hpack, b);
+console.log(`codec: ${nq} queries, ${nr} replies; hpack: ${HPACK_SEEDS.length}; corefile: ${corefiles.length + readmeBlocks.length}; setup: ${readmeBlocks.length + corefiles.length}`);

@@ -12,6 +12,7 @@ import { builtinPlugins } from '../../src/plugin/index.ts';
 import { runSetup } from '../../src/plugin/pkg/testing.ts';
 import { setLogSink } from '../../src/core/log.ts';
 import type { PluginDefinition } from '../../src/plugin/plugin.ts';
+import { HpackBlock, HpackDecoder, HpackError } from '../../src/core/hpack.ts';
 import type { Target } from './engine.ts';
 
 /**
@@ -124,7 +125,42 @@ const setup: Target = {
   },
 };
 
-export const TARGETS: readonly Target[] = [codec, corefile, setup];
+/**
+ * The DoH listener's HPACK decoder (src/core/hpack.ts) on arbitrary header blocks, two at a time on one decoder
+ * (the dynamic table carries over): anything but an HpackError is a finding.
+ */
+const hpack: Target = {
+  name: 'hpack',
+  maxLen: 1024,
+  dictionary: [[0x82], [0x84], [0x86], [0x87], [0xbe], [0x40], [0x20], [0x3f, 0xe1, 0x1f], [0x7f, 0xff, 0xff, 0xff, 0x0f], [0x8c], [0xff, 0xff, 0xff, 0xfc]]
+    .map((b) => Buffer.from(b)),
+  run(buf: Buffer): void {
+    const d = new HpackDecoder();
+    const half = buf.length >> 1;
+    for (const part of [buf.subarray(0, half), buf.subarray(half)]) {
+      try {
+        d.decode(part, (name, value) => { if (typeof name !== 'string' || typeof value !== 'string') throw new InvariantError('not a string'); });
+      } catch (e) {
+        if (e instanceof HpackError) return;
+        throw e;
+      }
+    }
+  },
+};
+
+/** The hpack target's seeds (written by seed.ts): RFC 7541 C.3 and C.4, and DoH GET and POST requests. */
+export const HPACK_SEEDS: readonly Buffer[] = [
+  '828684410f7777772e6578616d706c652e636f6d', '828684be58086e6f2d6361636865',
+  '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565', '828684418cf1e3c2e5f23a6ba0ab90f4ff',
+  '828684be5886a8eb10649cbf', '828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf',
+].map((h) => Buffer.from(h, 'hex')).concat([
+  new HpackBlock().indexed(2).indexed(7).withName(4, '/dns-query?dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA29yZwAAAQAB')
+    .withName(1, 'localhost').withName(19, 'application/dns-message').bytes(),
+  new HpackBlock().indexed(3).indexed(7).withName(4, '/dns-query').withName(1, 'localhost')
+    .withName(31, 'application/dns-message').withName(28, '33').literal('expect', '100-continue').bytes(),
+]);
+
+export const TARGETS: readonly Target[] = [codec, corefile, setup, hpack];
 
 /** Plugin setups log (deprecation warnings and the like); a fuzz run keeps them quiet. */
 export function quiet(): void { setLogSink(() => { /* dropped */ }); }
