@@ -153,7 +153,7 @@ export const HPACK_SEEDS: readonly Buffer[] = [
   '828684410f7777772e6578616d706c652e636f6d', '828684be58086e6f2d6361636865',
   '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565', '828684418cf1e3c2e5f23a6ba0ab90f4ff',
   '828684be5886a8eb10649cbf', '828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf',
-].map((h) => Buffer.from(h, 'hex')).concat([
+].map((h): Buffer => Buffer.from(h, 'hex')).concat([
   new HpackBlock().indexed(2).indexed(7).withName(4, '/dns-query?dns=AAABAAABAAAAAAAAA3d3dwdleGFtcGxlA29yZwAAAQAB')
     .withName(1, 'localhost').withName(19, 'application/dns-message').bytes(),
   new HpackBlock().indexed(3).indexed(7).withName(4, '/dns-query').withName(1, 'localhost')
