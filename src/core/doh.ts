@@ -51,7 +51,7 @@ export class DohListener implements ServerListener {
   private readonly sockets = new Set<net.Socket>();
   private readonly inflight = new Inflight();
   /** The open HTTP/2 connections (a graceful stop closes each). */
-  private readonly conns = new Map<H2Connection, H2Conn>();
+  private readonly conns = new Set<H2Connection>();
 
   constructor(host: string, port: number, table: ServeTable, opts: HttpsListenerOptions) {
     this.host = host;
@@ -102,7 +102,7 @@ export class DohListener implements ServerListener {
 
   private startH2(socket: tls.TLSSocket, idleMs: number): void {
     const c = new H2Connection(socket, { maxStreams: this.opts.maxStreams, idleMs, onStream: this.onStream });
-    this.conns.set(c, new H2Conn(socket));
+    this.conns.add(c);
     c.onClosed(() => { this.conns.delete(c); });
   }
 
@@ -131,19 +131,14 @@ export class DohListener implements ServerListener {
 
   /** HTTP/2 requests (h2.ts), once their header block is complete. */
   private readonly onStream = (c: H2Connection, stream: H2Stream): void => {
-    const conn = this.conns.get(c);
     const answer: Answer = (status, body) => { answer2(c, stream, status, body); };
-    if (conn === undefined) { // its connection closed meanwhile
-      answer(500, undefined);
-      return;
-    }
     const wire = requestWire(stream.method, stream.path);
     if (typeof wire === 'number') {
       this.respond(answer, wire);
       return;
     }
     if (wire !== undefined) {
-      this.serve(wire, conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
+      this.serve(wire, c.remoteAddress, c.remotePort, c.localAddress, c.localPort, answer);
       return;
     }
     // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
@@ -158,7 +153,7 @@ export class DohListener implements ServerListener {
       else chunks.push(Buffer.from(chunk)); // a copy: the frame's bytes belong to the read buffer
     }, () => {
       if (size > MAX_QUERY) this.respond(answer, 400);
-      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), conn.remoteAddress, conn.remotePort, conn.localAddress, conn.localPort, answer);
+      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), c.remoteAddress, c.remotePort, c.localAddress, c.localPort, answer);
     });
   };
 
@@ -218,7 +213,7 @@ export class DohListener implements ServerListener {
     // HTTP/2: GOAWAY, and each connection closes once its open streams are answered. Their replies leave in a
     // later turn than the one that wrote them (and at most one per turn), so destroying the sockets as soon as
     // nothing is in flight would drop them, as Go's Shutdown does not.
-    const sessionsClosed = Promise.all([...this.conns.keys()].map((c) => new Promise<void>((resolve) => {
+    const sessionsClosed = Promise.all([...this.conns].map((c) => new Promise<void>((resolve) => {
       c.onClosed(resolve);
       c.close();
     })));
@@ -235,21 +230,6 @@ export class DohListener implements ServerListener {
 class CaptureSink implements ReplySink {
   wire: Uint8Array | undefined;
   send(wire: Uint8Array): void { this.wire ??= wire; }
-}
-
-/** What the requests of one HTTP/2 connection share: its addresses, read once. */
-class H2Conn {
-  readonly remoteAddress: string;
-  readonly remotePort: number;
-  readonly localAddress: string;
-  readonly localPort: number;
-
-  constructor(sock: net.Socket) {
-    this.remoteAddress = plainAddress(sock.remoteAddress ?? '');
-    this.remotePort = sock.remotePort ?? 0;
-    this.localAddress = plainAddress(sock.localAddress ?? '');
-    this.localPort = sock.localPort ?? 0;
-  }
 }
 
 /** Go's httpguts.HeaderValuesContainsToken(Expect, "100-continue"). */

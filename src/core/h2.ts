@@ -12,6 +12,7 @@
 
 import type tls from 'node:tls';
 import { HpackDecoder, HpackError } from './hpack.ts';
+import { plainAddress } from '../wire/ip.ts';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -84,7 +85,12 @@ class ConnectionError extends Error {
 }
 
 export class H2Connection {
-  readonly socket: tls.TLSSocket;
+  private readonly socket: tls.TLSSocket;
+  /** The connection's addresses, read once (every request of it reports them). */
+  readonly remoteAddress: string;
+  readonly remotePort: number;
+  readonly localAddress: string;
+  readonly localPort: number;
   private readonly opts: H2Options;
   private readonly decoder = new HpackDecoder(TABLE_SIZE);
   private readonly streams = new Map<number, H2Stream>();
@@ -116,6 +122,10 @@ export class H2Connection {
   constructor(socket: tls.TLSSocket, opts: H2Options) {
     this.socket = socket;
     this.opts = opts;
+    this.remoteAddress = plainAddress(socket.remoteAddress ?? '');
+    this.remotePort = socket.remotePort ?? 0;
+    this.localAddress = plainAddress(socket.localAddress ?? '');
+    this.localPort = socket.localPort ?? 0;
     const s: Array<[number, number]> = [[0x5, MAX_FRAME]];
     if (opts.maxStreams > 0) s.push([0x3, opts.maxStreams]);
     s.push([0x6, MAX_HEADER_LIST], [0x1, TABLE_SIZE], [0x4, WINDOW]);
@@ -191,7 +201,8 @@ export class H2Connection {
       }
       if (p < b.length && !this.closed) this.keep(b.subarray(p), need);
     } catch (e) {
-      // Whatever else went wrong ends this connection only (INTERNAL_ERROR), never the server.
+      // A protocol or HPACK error ends the connection with its code; anything else (a bug) with INTERNAL_ERROR:
+      // one connection, never the server.
       this.goaway(e instanceof ConnectionError ? e.code : e instanceof HpackError ? H2Error.COMPRESSION_ERROR : H2Error.INTERNAL_ERROR, true);
     }
   }
