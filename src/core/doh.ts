@@ -13,10 +13,10 @@ import { serverTlsOptions } from './tls.ts';
 import { Inflight, listenTcp, listenWildcard, watchTlsServer } from './http-listen.ts';
 import { GRACEFUL_STOP_MS, TCP_IDLE_TIMEOUT_MS, TCP_READ_TIMEOUT_MS, type ServerListener } from './listener.ts';
 import { ServeChannels, type HttpsResponseEvent, type ServerTlsConfig } from '../plugin/plugin.ts';
-import { plainAddress } from '../wire/ip.ts';
 import { skipName } from '../wire/scan.ts';
 import { Opcode, Rcode, RRType } from '../wire/constants.ts';
 import { H2Connection, type H2Stream } from './h2.ts';
+import { socketEndpoints, type Endpoints } from './endpoints.ts';
 import { HPACK_INDEX, HpackBlock } from './hpack.ts';
 
 export { DEFAULT_HTTPS_MAX_CONNECTIONS, DEFAULT_HTTPS_MAX_STREAMS } from './tls.ts';
@@ -114,11 +114,7 @@ export class DohListener implements ServerListener {
       this.respond(answer, wire);
       return;
     }
-    const sock = req.socket;
-    const serve = (w: Buffer): void => {
-      this.serve(w, plainAddress(sock.remoteAddress ?? ''), sock.remotePort ?? 0, plainAddress(sock.localAddress ?? ''),
-        sock.localPort ?? 0, answer);
-    };
+    const serve = (w: Buffer): void => { this.serve(w, socketEndpoints(req.socket), answer); };
     if (wire !== undefined) {
       serve(wire);
       return;
@@ -138,7 +134,7 @@ export class DohListener implements ServerListener {
       return;
     }
     if (wire !== undefined) {
-      this.serve(wire, c.remoteAddress, c.remotePort, c.localAddress, c.localPort, answer);
+      this.serve(wire, c.endpoints, answer);
       return;
     }
     // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
@@ -153,14 +149,14 @@ export class DohListener implements ServerListener {
       else chunks.push(Buffer.from(chunk)); // a copy: the frame's bytes belong to the read buffer
     }, () => {
       if (size > MAX_QUERY) this.respond(answer, 400);
-      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), c.remoteAddress, c.remotePort, c.localAddress, c.localPort, answer);
+      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), c.endpoints, answer);
     });
   };
 
   /** One DNS message through the chain; its reply (or 400 / 500) to `answer`. */
-  private serve(wire: Buffer, remoteAddress: string, remotePort: number, localAddress: string, localPort: number, answer: Answer): void {
+  private serve(wire: Buffer, ends: Endpoints, answer: Answer): void {
     const sink = new CaptureSink();
-    const p = serveHttpsMessage(this.table, wire, remoteAddress, remotePort, localAddress, localPort, sink);
+    const p = serveHttpsMessage(this.table, wire, ends, sink);
     if (p === false) {
       this.respond(answer, 400);
       return;

@@ -17,7 +17,7 @@ import { serverTlsOptions } from './tls.ts';
 import { Inflight, listenTcp, listenWildcard, watchTlsServer } from './http-listen.ts';
 import { GRACEFUL_STOP_MS, type ServerListener } from './listener.ts';
 import type { ServerTlsConfig } from '../plugin/plugin.ts';
-import { plainAddress } from '../wire/ip.ts';
+import { NO_ENDPOINTS, socketEndpoints, type Endpoints } from './endpoints.ts';
 import { decodeMessage } from '../wire/decode.ts';
 import { Opcode } from '../wire/constants.ts';
 import { decodeDnsPacket, encodeGrpcMessage, grpcFrame, GRPC_PATH, MAX_PAYLOAD } from '../wire/grpc.ts';
@@ -187,8 +187,7 @@ export class GrpcListener implements ServerListener {
     const sink = new CaptureSink();
     // serveHttpsMessage makes CoreDNS's checks (and decodes the message once); only a refused message is looked
     // at again, for the error text.
-    const p = msg.length > MAX_DNS ? false : serveHttpsMessage(this.table, msg, peer.remoteAddress, peer.remotePort,
-      peer.localAddress, peer.localPort, sink);
+    const p = msg.length > MAX_DNS ? false : serveHttpsMessage(this.table, msg, peer, sink);
     if (p === false) {
       fail(stream, 200, replyType, Code.UNKNOWN, dnsRequestError(msg) ?? 'dns request rejected');
       return;
@@ -203,15 +202,11 @@ export class GrpcListener implements ServerListener {
   }
 
   /** The connection's addresses, read once per connection (session.socket is a proxy: each read costs). */
-  private peerOf(session: http2.Http2Session | undefined): Peer {
-    if (session === undefined) return NO_PEER;
+  private peerOf(session: http2.Http2Session | undefined): Endpoints {
+    if (session === undefined) return NO_ENDPOINTS;
     let p = peers.get(session);
     if (p === undefined) {
-      const sock = session.socket;
-      p = {
-        remoteAddress: plainAddress(sock.remoteAddress ?? ''), remotePort: sock.remotePort ?? 0,
-        localAddress: plainAddress(sock.localAddress ?? ''), localPort: sock.localPort ?? 0,
-      };
+      p = socketEndpoints(session.socket);
       peers.set(session, p);
     }
     return p;
@@ -333,9 +328,7 @@ class CallReader {
   }
 }
 
-interface Peer { remoteAddress: string; remotePort: number; localAddress: string; localPort: number }
-const NO_PEER: Peer = { remoteAddress: '', remotePort: 0, localAddress: '', localPort: 0 };
-const peers = new WeakMap<http2.Http2Session, Peer>();
+const peers = new WeakMap<http2.Http2Session, Endpoints>();
 
 /** The reply the chain wrote (the first one, as CoreDNS's writer keeps one message). */
 class CaptureSink implements ReplySink {

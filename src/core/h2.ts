@@ -12,7 +12,7 @@
 
 import type tls from 'node:tls';
 import { HpackDecoder, HpackError } from './hpack.ts';
-import { plainAddress } from '../wire/ip.ts';
+import { socketEndpoints, type Endpoints } from './endpoints.ts';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -87,10 +87,7 @@ class ConnectionError extends Error {
 export class H2Connection {
   private readonly socket: tls.TLSSocket;
   /** The connection's addresses, read once (every request of it reports them). */
-  readonly remoteAddress: string;
-  readonly remotePort: number;
-  readonly localAddress: string;
-  readonly localPort: number;
+  readonly endpoints: Endpoints;
   private readonly opts: H2Options;
   private readonly decoder = new HpackDecoder(TABLE_SIZE);
   private readonly streams = new Map<number, H2Stream>();
@@ -122,10 +119,7 @@ export class H2Connection {
   constructor(socket: tls.TLSSocket, opts: H2Options) {
     this.socket = socket;
     this.opts = opts;
-    this.remoteAddress = plainAddress(socket.remoteAddress ?? '');
-    this.remotePort = socket.remotePort ?? 0;
-    this.localAddress = plainAddress(socket.localAddress ?? '');
-    this.localPort = socket.localPort ?? 0;
+    this.endpoints = socketEndpoints(socket);
     const s: Array<[number, number]> = [[0x5, MAX_FRAME]];
     if (opts.maxStreams > 0) s.push([0x3, opts.maxStreams]);
     s.push([0x6, MAX_HEADER_LIST], [0x1, TABLE_SIZE], [0x4, WINDOW]);

@@ -8,24 +8,31 @@ function decodeAll(d: HpackDecoder, hex: string): Array<[string, string]> {
   return out;
 }
 
-test('RFC 7541 C.3: requests without Huffman coding, the dynamic table carried across blocks', () => {
-  const d = new HpackDecoder();
-  assert.deepEqual(decodeAll(d, '8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d'),
-    [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']]);
-  assert.deepEqual(decodeAll(d, '8286 84be 5808 6e6f 2d63 6163 6865'),
-    [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com'], ['cache-control', 'no-cache']]);
-  assert.deepEqual(decodeAll(d, '8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65'),
-    [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']]);
-});
+/** RFC 7541 C.3 and C.4: three requests on one decoder (the dynamic table carried across blocks). */
+const RFC_REQUESTS: Array<Array<[string, string]>> = [
+  [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']],
+  [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com'], ['cache-control', 'no-cache']],
+  [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']],
+];
 
-test('RFC 7541 C.4: the same requests with Huffman-coded strings', () => {
-  const d = new HpackDecoder();
-  assert.deepEqual(decodeAll(d, '8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff'),
-    [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']]);
-  assert.deepEqual(decodeAll(d, '8286 84be 5886 a8eb 1064 9cbf'),
-    [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com'], ['cache-control', 'no-cache']]);
-  assert.deepEqual(decodeAll(d, '8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf'),
-    [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']]);
+const RFC_BLOCKS: Array<[string, string[]]> = [
+  ['C.3, without Huffman coding', [
+    '8286 8441 0f77 7777 2e65 7861 6d70 6c65 2e63 6f6d',
+    '8286 84be 5808 6e6f 2d63 6163 6865',
+    '8287 85bf 400a 6375 7374 6f6d 2d6b 6579 0c63 7573 746f 6d2d 7661 6c75 65',
+  ]],
+  ['C.4, with Huffman-coded strings', [
+    '8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff',
+    '8286 84be 5886 a8eb 1064 9cbf',
+    '8287 85bf 4088 25a8 49e9 5ba9 7d7f 8925 a849 e95b b8e8 b4bf',
+  ]],
+];
+
+test('RFC 7541 C.3 and C.4: the example requests decode, the dynamic table carried across blocks', () => {
+  for (const [name, blocks] of RFC_BLOCKS) {
+    const d = new HpackDecoder();
+    blocks.forEach((hex, i) => { assert.deepEqual(decodeAll(d, hex), RFC_REQUESTS[i], `${name}, request ${i + 1}`); });
+  }
 });
 
 /** A Huffman encoder from the same table, for round trips: every byte value must come back. */

@@ -4,6 +4,7 @@
 // that fits every reply to the client (SizeAndDo + Scrub).
 
 import { channel } from 'node:diagnostics_channel';
+import type { Endpoints } from './endpoints.ts';
 import type {
   DroppedEvent, Handler, Lineage, MetadataCollector, PanicEvent, ResponseWriter, RouteFilter, ServerLogger, UdpWriterFactory, ProxyProtocol,
 } from '../plugin/plugin.ts';
@@ -171,10 +172,7 @@ export const PROXY_TLV_VALUE = 'proxyproto/tlv';
  * everything else is served as a TCP query from the HTTP client's address (CoreDNS's DoHWriter has a TCP
  * remote address, so plugins see `tcp`).
  */
-export function serveHttpsMessage(
-  table: ServeTable, wire: Buffer, remoteAddress: string, remotePort: number, localAddress: string, localPort: number,
-  sink: ReplySink,
-): false | void | Promise<void> {
+export function serveHttpsMessage(table: ServeTable, wire: Buffer, ends: Endpoints, sink: ReplySink): false | void | Promise<void> {
   if (wire.length < HEADER_LEN) return false;
   const flagsHi = wire[2]!;
   if (flagsHi & 0x80) return false;
@@ -187,7 +185,7 @@ export function serveHttpsMessage(
   } catch {
     return false;
   }
-  const req = new Request(msg, wire, 'tcp', remoteAddress, remotePort, localAddress, localPort,
+  const req = new Request(msg, wire, 'tcp', ends.remoteAddress, ends.remotePort, ends.localAddress, ends.localPort,
     table.name, process.hrtime.bigint(), table.router);
   return serveRequest(table, req, sink);
 }
