@@ -79,6 +79,7 @@ EXPOSE 53/udp 53/tcp 9153
 ENV MALLOC_ARENA_MAX=2
 # node itself is PID 1 (no shell in between), so SIGTERM from `docker stop` or
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
-# then terminating". The flag is the smaller young generation bin/nodens sets
-# (there is no shell launcher here); NODE_OPTIONS from the pod spec still applies.
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "/nodens/dist/bundle/nodens.js"]
+# then terminating". The flags are bin/nodens's (there is no shell launcher
+# here): the smaller young generation, and no Maglev tier; NODE_OPTIONS from
+# the pod spec still applies.
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "--no-maglev", "/nodens/dist/bundle/nodens.js"]

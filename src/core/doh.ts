@@ -108,7 +108,7 @@ export class DohListener implements ServerListener {
 
   /** HTTP/1.1 requests (over TLS, and the plain-HTTP server). */
   private readonly onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
-    const answer: Answer = (status, body) => { answer1(res, status, body); };
+    const answer = new H1Exchange(res);
     const wire = requestWire(req.method, req.url ?? '');
     if (typeof wire === 'number') {
       this.respond(answer, wire);
@@ -127,7 +127,7 @@ export class DohListener implements ServerListener {
 
   /** HTTP/2 requests (h2.ts), once their header block is complete. */
   private readonly onStream = (c: H2Connection, stream: H2Stream): void => {
-    const answer: Answer = (status, body) => { answer2(c, stream, status, body); };
+    const answer = new H2Exchange(c, stream);
     const wire = requestWire(stream.method, stream.path);
     if (typeof wire === 'number') {
       this.respond(answer, wire);
@@ -154,27 +154,26 @@ export class DohListener implements ServerListener {
   };
 
   /** One DNS message through the chain; its reply (or 400 / 500) to `answer`. */
-  private serve(wire: Buffer, ends: Endpoints, answer: Answer): void {
-    const sink = new CaptureSink();
-    const p = serveHttpsMessage(this.table, wire, ends, sink);
+  private serve(wire: Buffer, ends: Endpoints, answer: Exchange): void {
+    const p = serveHttpsMessage(this.table, wire, ends, answer);
     if (p === false) {
       this.respond(answer, 400);
       return;
     }
     if (p === undefined) {
-      this.respond(answer, 200, sink.wire);
+      this.respond(answer, 200, answer.wire);
       return;
     }
     this.inflight.begin();
-    const after = (): void => { this.inflight.end(); this.respond(answer, 200, sink.wire); };
+    const after = (): void => { this.inflight.end(); this.respond(answer, 200, answer.wire); };
     p.then(after, after);
   }
 
   /** A 200 with the chain's reply (500 when it wrote none), or an error status; counted for the metric. */
-  private respond(answer: Answer, status: number, wire?: Uint8Array): void {
+  private respond(answer: Exchange, status: number, wire?: Uint8Array): void {
     if (status === 200 && wire === undefined) status = 500;
     this.count(status);
-    answer(status, wire);
+    answer.answer(status, wire);
   }
 
   /** coredns_dns_https_responses_total, for the prometheus plugin (free when nobody listens). */
@@ -222,10 +221,37 @@ export class DohListener implements ServerListener {
   }
 }
 
-/** The reply the chain wrote (the first one, as CoreDNS's DoHWriter keeps one message). */
-class CaptureSink implements ReplySink {
+/**
+ * One request: the reply the chain wrote (the first one, as CoreDNS's DoHWriter keeps one message), and the
+ * HTTP answer it becomes. One object per request for both.
+ */
+abstract class Exchange implements ReplySink {
   wire: Uint8Array | undefined;
   send(wire: Uint8Array): void { this.wire ??= wire; }
+  /** Writes the request's answer: a status, with the DNS reply when it is 200. */
+  abstract answer(status: number, wire: Uint8Array | undefined): void;
+}
+
+class H1Exchange extends Exchange {
+  private readonly res: http.ServerResponse;
+  constructor(res: http.ServerResponse) {
+    super();
+    this.res = res;
+  }
+
+  answer(status: number, wire: Uint8Array | undefined): void { answer1(this.res, status, wire); }
+}
+
+class H2Exchange extends Exchange {
+  private readonly c: H2Connection;
+  private readonly stream: H2Stream;
+  constructor(c: H2Connection, stream: H2Stream) {
+    super();
+    this.c = c;
+    this.stream = stream;
+  }
+
+  answer(status: number, wire: Uint8Array | undefined): void { answer2(this.c, this.stream, status, wire); }
 }
 
 /** Go's httpguts.HeaderValuesContainsToken(Expect, "100-continue"). */
@@ -264,9 +290,6 @@ function errorBody(status: number): Buffer {
   return ERROR_BODIES.get(status)!;
 }
 
-/** Writes one request's answer: a status, with the DNS reply when it is 200. */
-type Answer = (status: number, wire: Uint8Array | undefined) => void;
-
 /** HTTP/1.1: a reply with Go's headers in Go's order (sorted), or Go's http.Error (the text and a newline). */
 function answer1(res: http.ServerResponse, status: number, wire: Uint8Array | undefined): void {
   if (wire !== undefined) {
@@ -295,19 +318,21 @@ function send1(res: http.ServerResponse, status: number, headers: Array<[string,
 }
 
 /** The header block of an interim 100 (Continue). */
-const CONTINUE_BLOCK = new HpackBlock().withName(HPACK_INDEX.status, '100').bytes();
+const CONTINUE_BLOCK = new HpackBlock().withName(HPACK_INDEX.status, '100');
+/** Each HTTP/2 reply's header block is built here (H2Connection.reply copies it). */
+const REPLY_BLOCK = new HpackBlock();
 const MIME_TEXT = 'text/plain; charset=utf-8';
 
 /** HTTP/2: the same, in Go's HTTP/2 order (`:status`, the handler's headers sorted, Content-Length, Date). */
 function answer2(c: H2Connection, stream: H2Stream, status: number, wire: Uint8Array | undefined): void {
-  const h = new HpackBlock();
+  const h = REPLY_BLOCK.reset();
   if (wire !== undefined) {
     h.indexed(HPACK_INDEX.status200)
-      .withName(HPACK_INDEX.cacheControl, `max-age=${maxAge(wire, Math.floor(Date.now() / 1000))}`)
+      .withName(HPACK_INDEX.cacheControl, maxAgeText(maxAge(wire, Math.floor(Date.now() / 1000))))
       .withName(HPACK_INDEX.contentType, MIME)
       .withName(HPACK_INDEX.contentLength, String(wire.length))
       .withName(HPACK_INDEX.date, httpDate());
-    c.reply(stream, h.bytes(), wire);
+    c.reply(stream, h, wire);
     return;
   }
   const body = errorBody(status);
@@ -319,7 +344,14 @@ function answer2(c: H2Connection, stream: H2Stream, status: number, wire: Uint8A
     .literal('x-content-type-options', 'nosniff')
     .withName(HPACK_INDEX.contentLength, String(body.length))
     .withName(HPACK_INDEX.date, httpDate());
-  c.reply(stream, h.bytes(), body);
+  c.reply(stream, h, body);
+}
+
+/** `max-age=N` for each N seen (at most MAX_DEFAULT_TTL + 1 of them), made once. */
+const MAX_AGE_TEXT: string[] = [];
+
+function maxAgeText(seconds: number): string {
+  return MAX_AGE_TEXT[seconds] ??= `max-age=${seconds}`;
 }
 
 let dateSecond = -1;

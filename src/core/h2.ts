@@ -11,7 +11,7 @@
 // 4096, INITIAL_WINDOW_SIZE 1 MiB, then a WINDOW_UPDATE that opens the connection window to 1 MiB.
 
 import type tls from 'node:tls';
-import { HpackDecoder, HpackError } from './hpack.ts';
+import { HpackDecoder, HpackError, type HpackBlock } from './hpack.ts';
 import { socketEndpoints, type Endpoints } from './endpoints.ts';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
@@ -67,6 +67,52 @@ export class H2Stream {
   }
 }
 
+/**
+ * A connection's open streams by id. Most connections have one open at a time (a DoH client waiting for each
+ * answer): it has a slot of its own, and the Map holds the others; a Map alone, filled and emptied once per
+ * request, reallocated its table every few requests.
+ */
+class OpenStreams {
+  private one: H2Stream | undefined;
+  private readonly more = new Map<number, H2Stream>();
+
+  get size(): number {
+    return (this.one === undefined ? 0 : 1) + this.more.size;
+  }
+
+  get(id: number): H2Stream | undefined {
+    const one = this.one;
+    if (one !== undefined && one.id === id) return one;
+    return this.more.size === 0 ? undefined : this.more.get(id);
+  }
+
+  has(id: number): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  add(s: H2Stream): void {
+    if (this.one === undefined) this.one = s;
+    else this.more.set(s.id, s);
+  }
+
+  delete(id: number): void {
+    if (this.one !== undefined && this.one.id === id) this.one = undefined;
+    else if (this.more.size !== 0) this.more.delete(id);
+  }
+
+  /** The open streams, oldest first (a copy: the caller may close some as it goes). */
+  list(): H2Stream[] {
+    const all = [...this.more.values()];
+    if (this.one !== undefined) all.push(this.one);
+    return all.sort((a, b) => a.id - b.id);
+  }
+
+  clear(): void {
+    this.one = undefined;
+    this.more.clear();
+  }
+}
+
 export interface H2Options {
   /** SETTINGS_MAX_CONCURRENT_STREAMS; 0: not advertised (no limit). */
   maxStreams: number;
@@ -90,7 +136,7 @@ export class H2Connection {
   readonly endpoints: Endpoints;
   private readonly opts: H2Options;
   private readonly decoder = new HpackDecoder(TABLE_SIZE);
-  private readonly streams = new Map<number, H2Stream>();
+  private readonly streams = new OpenStreams();
   /** Bytes of an incomplete frame (or preface): the chunks so far, their length, and how many the frame needs. */
   private parts: Buffer[] = [];
   private have = 0;
@@ -113,7 +159,14 @@ export class H2Connection {
   private paused = false;
   /** A reply went out in this event-loop turn; the next ones wait (see `reply`). */
   private busy = false;
-  private readonly waiting: Array<[H2Stream, Buffer, Uint8Array | undefined]> = [];
+  private readonly waiting: Array<[H2Stream, HpackBlock, Uint8Array | undefined]> = [];
+  /** The request header block being decoded (see `onField`): what the stream needs of it, and whether it is valid. */
+  private method = '';
+  private path = '';
+  private expect = '';
+  private headerSize = 0;
+  private pseudoDone = false;
+  private badHeaders = false;
   private readonly closedListeners: Array<() => void> = [];
 
   constructor(socket: tls.TLSSocket, opts: H2Options) {
@@ -190,7 +243,7 @@ export class H2Connection {
         const type = b[p + 3]!;
         const flags = b[p + 4]!;
         const id = b.readUInt32BE(p + 5) & 0x7fffffff;
-        this.onFrame(type, flags, id, b.subarray(p + 9, p + 9 + len));
+        this.onFrame(type, flags, id, b, p + 9, p + 9 + len);
         p += 9 + len;
       }
       if (p < b.length && !this.closed) this.keep(b.subarray(p), need);
@@ -208,11 +261,16 @@ export class H2Connection {
     this.need = need;
   }
 
-  private onFrame(type: number, flags: number, id: number, payload: Buffer): void {
+  /** One frame, its payload `b` from `start` to `end` (a view is made only for the frame types that keep one). */
+  private onFrame(type: number, flags: number, id: number, b: Buffer, start: number, end: number): void {
     if (this.block !== undefined && type !== Frame.CONTINUATION) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'expected CONTINUATION');
+    if (type === Frame.HEADERS) {
+      this.onHeaders(flags, id, b, start, end);
+      return;
+    }
+    const payload = b.subarray(start, end);
     switch (type) {
       case Frame.DATA: this.onDataFrame(flags, id, payload); break;
-      case Frame.HEADERS: this.onHeaders(flags, id, payload); break;
       case Frame.PRIORITY:
         if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'PRIORITY on stream 0');
         if (payload.length !== 5) this.resetStream(id, H2Error.FRAME_SIZE_ERROR);
@@ -250,7 +308,8 @@ export class H2Connection {
         if (blk.size > MAX_HEADER_LIST) throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'header block too large');
         if (flags & Flag.END_HEADERS) {
           this.block = undefined;
-          this.onHeaderBlock(id, blk.ended, Buffer.concat(blk.parts));
+          const whole = Buffer.concat(blk.parts);
+          this.onHeaderBlock(id, blk.ended, whole, 0, whole.length);
         }
         break;
       }
@@ -258,50 +317,58 @@ export class H2Connection {
     }
   }
 
-  /** The frame's content without its padding (PADDED flag). */
-  private static unpad(flags: number, payload: Buffer, extra: number): Buffer {
-    if ((flags & Flag.PADDED) === 0) {
-      if (payload.length < extra) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'frame too short');
-      return payload.subarray(extra);
-    }
-    if (payload.length < 1 + extra) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'frame too short');
-    const pad = payload[0]!;
-    if (1 + extra + pad > payload.length) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'padding too long');
-    return payload.subarray(1 + extra, payload.length - pad);
+  /**
+   * Where a frame's content starts, after its Pad Length octet (PADDED flag) and `extra` octets (HEADERS' priority
+   * fields); `contentEnd` is where its padding starts. Both check the lengths.
+   */
+  private static contentStart(flags: number, b: Buffer, start: number, end: number, extra: number): number {
+    const min = (flags & Flag.PADDED) === 0 ? extra : 1 + extra;
+    if (end - start < min) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'frame too short');
+    if ((flags & Flag.PADDED) !== 0 && min + b[start]! > end - start) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'padding too long');
+    return start + min;
   }
 
-  private onHeaders(flags: number, id: number, payload: Buffer): void {
+  private static contentEnd(flags: number, b: Buffer, start: number, end: number): number {
+    return (flags & Flag.PADDED) === 0 ? end : end - b[start]!;
+  }
+
+  private onHeaders(flags: number, id: number, b: Buffer, start: number, end: number): void {
     if (id === 0 || (id & 1) === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'bad stream id');
-    const fragment = H2Connection.unpad(flags, payload, flags & Flag.PRIORITY ? 5 : 0);
+    const from = H2Connection.contentStart(flags, b, start, end, flags & Flag.PRIORITY ? 5 : 0);
+    const to = H2Connection.contentEnd(flags, b, start, end);
     const ended = (flags & Flag.END_STREAM) !== 0;
     if ((flags & Flag.END_HEADERS) === 0) {
-      this.block = { id, ended, parts: [Buffer.from(fragment)], size: fragment.length };
+      this.block = { id, ended, parts: [Buffer.from(b.subarray(from, to))], size: to - from };
       return;
     }
-    this.onHeaderBlock(id, ended, fragment);
+    this.onHeaderBlock(id, ended, b, from, to);
   }
 
-  private onHeaderBlock(id: number, ended: boolean, block: Buffer): void {
-    let method = '';
-    let path = '';
-    let expect = '';
-    let size = 0;
-    let pseudoDone = false;
-    let bad = false;
+  /** One field of the request header block being decoded: one function per connection, its state in fields. */
+  private readonly onField = (name: string, value: string): void => {
+    this.headerSize += name.length + value.length + 32;
+    if (name.charCodeAt(0) === 58 /* : */) {
+      if (this.pseudoDone) this.badHeaders = true;
+      if (name === ':method') this.method = value;
+      else if (name === ':path') this.path = value;
+      else if (name !== ':scheme' && name !== ':authority') this.badHeaders = true;
+    } else {
+      this.pseudoDone = true;
+      if (name === 'expect') this.expect = this.expect === '' ? value : `${this.expect}, ${value}`;
+      else if (name !== name.toLowerCase()) this.badHeaders = true;
+    }
+  };
+
+  private onHeaderBlock(id: number, ended: boolean, b: Buffer, start: number, end: number): void {
+    this.method = '';
+    this.path = '';
+    this.expect = '';
+    this.headerSize = 0;
+    this.pseudoDone = false;
+    this.badHeaders = false;
     // Decoded whatever happens to the stream: the dynamic table is the connection's.
-    this.decoder.decode(block, (name, value) => {
-      size += name.length + value.length + 32;
-      if (name.startsWith(':')) {
-        if (pseudoDone) bad = true;
-        if (name === ':method') method = value;
-        else if (name === ':path') path = value;
-        else if (name !== ':scheme' && name !== ':authority') bad = true;
-      } else {
-        pseudoDone = true;
-        if (name === 'expect') expect = expect === '' ? value : `${expect}, ${value}`;
-        else if (name !== name.toLowerCase()) bad = true;
-      }
-    });
+    this.decoder.decode(b, this.onField, start, end);
+    const { method, path, expect, headerSize: size, badHeaders: bad } = this;
     const existing = this.streams.get(id);
     if (existing !== undefined) {
       // Trailers: they must end the stream.
@@ -322,7 +389,7 @@ export class H2Connection {
       return;
     }
     const s = new H2Stream(id, method, path, expect, ended, this.peerInitialWindow);
-    this.streams.set(id, s);
+    this.streams.add(s);
     this.working++;
     this.admit();
     this.opts.onStream(this, s);
@@ -340,7 +407,8 @@ export class H2Connection {
       this.recvWindow += this.recvUnacked;
       this.recvUnacked = 0;
     }
-    const data = H2Connection.unpad(flags, payload, 0);
+    const n = payload.length;
+    const data = payload.subarray(H2Connection.contentStart(flags, payload, 0, n, 0), H2Connection.contentEnd(flags, payload, 0, n));
     const s = this.streams.get(id);
     if (s === undefined || s.remoteEnded) {
       if (s !== undefined) this.resetStream(id, H2Error.STREAM_CLOSED);
@@ -380,7 +448,7 @@ export class H2Connection {
         if (v > MAX_WINDOW) throw new ConnectionError(H2Error.FLOW_CONTROL_ERROR, 'INITIAL_WINDOW_SIZE');
         const delta = v - this.peerInitialWindow;
         this.peerInitialWindow = v;
-        for (const s of this.streams.values()) s.sendWindow += delta;
+        for (const s of this.streams.list()) s.sendWindow += delta;
       }
       if (key === 0x5) {
         if (v < 16384 || v > 16777215) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'MAX_FRAME_SIZE');
@@ -424,17 +492,18 @@ export class H2Connection {
   }
 
   /** An interim 100 (Continue) on a stream still open. */
-  interim(s: H2Stream, block: Buffer): void {
+  interim(s: H2Stream, block: HpackBlock): void {
     if (s.done || this.closed) return;
-    this.write(frame(Frame.HEADERS, Flag.END_HEADERS, s.id, block));
+    this.write(frame(Frame.HEADERS, Flag.END_HEADERS, s.id, block.bytes()));
   }
 
   /**
-   * The stream's reply: `block` (an encoded header block), then `body` in DATA frames with END_STREAM. A connection
-   * sends at most one reply per event-loop turn, each in its own socket write (so its own TLS record): clients that
-   * read one TLS record per DNS message, as dnsperf's DoH client does, stall when two replies share a record.
+   * The stream's reply: `block` (an encoded header block, copied: the caller may reuse it), then `body` in DATA
+   * frames with END_STREAM. A connection sends at most one reply per event-loop turn, each in its own socket write
+   * (so its own TLS record): clients that read one TLS record per DNS message, as dnsperf's DoH client does, stall
+   * when two replies share a record.
    */
-  reply(s: H2Stream, block: Buffer, body: Uint8Array | undefined): void {
+  reply(s: H2Stream, block: HpackBlock, body: Uint8Array | undefined): void {
     this.working--;
     this.admit();
     if (s.done || this.closed) {
@@ -443,12 +512,12 @@ export class H2Connection {
     }
     s.done = true;
     if (this.busy) {
-      this.waiting.push([s, block, body]);
+      this.waiting.push([s, block.clone(), body]);
       return;
     }
     this.send(s, block, body);
     this.busy = true;
-    setImmediate(nextTurn, this);
+    nextTurnOf(this);
   }
 
   /** @internal the next waiting reply, one per turn */
@@ -461,21 +530,37 @@ export class H2Connection {
       }
       if (this.closed || !this.streams.has(next[0].id)) continue; // reset meanwhile
       this.send(next[0], next[1], next[2]);
-      setImmediate(nextTurn, this);
+      nextTurnOf(this);
       return;
     }
   }
 
-  private send(s: H2Stream, block: Buffer, body: Uint8Array | undefined): void {
+  private send(s: H2Stream, block: HpackBlock, body: Uint8Array | undefined): void {
     if (!this.streams.has(s.id)) return; // reset meanwhile
-    const empty = body === undefined || body.length === 0;
-    const headers = frame(Frame.HEADERS, Flag.END_HEADERS | (empty ? Flag.END_STREAM : 0), s.id, block);
-    if (empty) {
-      this.write(headers);
+    const n = body === undefined ? 0 : body.length;
+    const blockLength = block.length;
+    if (n === 0) {
+      const out = Buffer.allocUnsafe(9 + blockLength);
+      frameHeader(out, 0, blockLength, Frame.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, s.id);
+      block.copyTo(out, 9);
+      this.write(out);
       this.finished(s);
       return;
     }
-    const parts: Buffer[] = [headers];
+    if (n <= this.peerMaxFrame && n <= this.sendWindow && n <= s.sendWindow) {
+      // The usual reply: HEADERS and one DATA frame, written straight into one buffer.
+      const out = Buffer.allocUnsafe(18 + blockLength + n);
+      frameHeader(out, 0, blockLength, Frame.HEADERS, Flag.END_HEADERS, s.id);
+      const at = block.copyTo(out, 9);
+      frameHeader(out, at, n, Frame.DATA, Flag.END_STREAM, s.id);
+      out.set(body!, at + 9);
+      this.sendWindow -= n;
+      s.sendWindow -= n;
+      this.write(out);
+      this.finished(s);
+      return;
+    }
+    const parts: Buffer[] = [frame(Frame.HEADERS, Flag.END_HEADERS, s.id, block.bytes())];
     s.pending = body;
     this.dataFrames(s, parts);
     this.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
@@ -499,7 +584,7 @@ export class H2Connection {
 
   /** Bodies that waited for window: as much as now fits. */
   private flushPending(): void {
-    for (const s of this.streams.values()) {
+    for (const s of this.streams.list()) {
       if (s.pending === undefined) continue;
       const parts: Buffer[] = [];
       this.dataFrames(s, parts);
@@ -582,18 +667,51 @@ export class H2Connection {
   }
 }
 
-function nextTurn(c: H2Connection): void {
-  c.nextTurn();
+/**
+ * Connections that sent a reply in this event-loop turn, whose next waiting reply goes out in the next turn: one
+ * setImmediate for all of them (two lists, swapped, so that a turn's replies can queue the next turn's).
+ */
+let turnQueue: H2Connection[] = [];
+let turnRunning: H2Connection[] = [];
+let turnScheduled = false;
+
+function nextTurnOf(c: H2Connection): void {
+  turnQueue.push(c);
+  if (!turnScheduled) {
+    turnScheduled = true;
+    setImmediate(runTurn);
+  }
+}
+
+function runTurn(): void {
+  turnScheduled = false;
+  const due = turnQueue;
+  turnQueue = turnRunning;
+  turnRunning = due;
+  for (let i = 0; i < due.length; i++) {
+    const c = due[i]!;
+    try {
+      c.nextTurn();
+    } catch {
+      c.destroy(); // a bug ends this connection, as an error in its frames does, not the others' turns
+    }
+  }
+  due.length = 0;
+}
+
+/** Writes a frame header (RFC 9113 4.1) at `at`. */
+function frameHeader(b: Buffer, at: number, length: number, type: number, flags: number, id: number): void {
+  b[at] = length >>> 16;
+  b[at + 1] = (length >>> 8) & 0xff;
+  b[at + 2] = length & 0xff;
+  b[at + 3] = type;
+  b[at + 4] = flags;
+  b.writeUInt32BE(id, at + 5);
 }
 
 function frame(type: number, flags: number, id: number, payload: Uint8Array): Buffer {
   const b = Buffer.allocUnsafe(9 + payload.length);
-  b[0] = payload.length >>> 16;
-  b[1] = (payload.length >>> 8) & 0xff;
-  b[2] = payload.length & 0xff;
-  b[3] = type;
-  b[4] = flags;
-  b.writeUInt32BE(id, 5);
+  frameHeader(b, 0, payload.length, type, flags, id);
   b.set(payload, 9);
   return b;
 }

@@ -90,3 +90,30 @@ test('encoder: a reply block decodes to its fields', () => {
   const long = 'x'.repeat(300);
   assert.deepEqual(decodeAll(new HpackDecoder(), new HpackBlock().literal('k', long).bytes().toString('hex')), [['k', long]]);
 });
+
+test('encoder: one block reset and built again; a clone keeps its octets; copyTo writes them at an offset', () => {
+  const b = new HpackBlock().indexed(8).withName(28, '1234');
+  const first = b.bytes();
+  const kept = b.clone();
+  b.reset().indexed(13).withName(31, 'text/plain; charset=utf-8').withName(28, '2');
+  assert.deepEqual(decodeAll(new HpackDecoder(), b.bytes().toString('hex')), [[':status', '404'], ['content-type', 'text/plain; charset=utf-8'], ['content-length', '2']]);
+  assert.deepEqual(kept.bytes(), first);
+  const out = Buffer.alloc(kept.length + 3, 0xee);
+  assert.equal(kept.copyTo(out, 2), 2 + kept.length);
+  assert.deepEqual(out.subarray(2, 2 + kept.length), first);
+  assert.equal(out[0], 0xee);
+  assert.equal(out[out.length - 1], 0xee);
+  // growing past the first buffer
+  const big = new HpackBlock().literal('k', 'v'.repeat(1000)).literal('k2', 'w'.repeat(2000));
+  assert.deepEqual(decodeAll(new HpackDecoder(), big.bytes().toString('hex')), [['k', 'v'.repeat(1000)], ['k2', 'w'.repeat(2000)]]);
+});
+
+test('decoder: a block inside a larger buffer is read from start to end only', () => {
+  const block = Buffer.from('8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff'.replace(/\s/g, ''), 'hex');
+  const framed = Buffer.concat([Buffer.from([0x82, 0x84]), block, Buffer.from([0xbe, 0x00])]);
+  const out: Array<[string, string]> = [];
+  new HpackDecoder().decode(framed, (n, v) => { out.push([n, v]); }, 2, 2 + block.length);
+  assert.deepEqual(out, RFC_REQUESTS[0]);
+  // a string that would run past `end` is truncated there, even though the buffer goes on
+  assert.throws(() => new HpackDecoder().decode(framed, () => undefined, 2, 2 + block.length - 1), HpackError);
+});

@@ -88,9 +88,22 @@ function buildTree(): Int32Array {
   return tree;
 }
 
+/**
+ * Decoded string octets, reused: a string literal becomes one latin1 string made from here, not one string per
+ * character (HPACK strings are octets; a header value is at most a header list, 1 MiB + 320, long).
+ */
+let scratch = Buffer.allocUnsafe(256);
+
+function room(n: number): Buffer {
+  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length));
+  return scratch;
+}
+
 /** A Huffman-coded string (RFC 7541 5.2) as latin1 text; throws on EOS, on padding longer than 7 bits or not all ones. */
 export function huffmanDecode(b: Uint8Array, start: number, end: number): string {
-  let out = '';
+  // The shortest code is 5 bits: at most 8/5 symbols per octet.
+  const out = room(Math.ceil(((end - start) * 8) / 5));
+  let len = 0;
   let n = 0; // the node reached by the bits since the last symbol
   let depth = 0; // how many bits that is
   let ones = true; // all of them were 1
@@ -102,7 +115,7 @@ export function huffmanDecode(b: Uint8Array, start: number, end: number): string
       depth++;
       ones &&= v === 1;
       if (next < 0) {
-        out += String.fromCharCode(-1 - next);
+        out[len++] = -1 - next;
         n = 0;
         depth = 0;
         ones = true;
@@ -114,7 +127,7 @@ export function huffmanDecode(b: Uint8Array, start: number, end: number): string
     }
   }
   if (depth > 7 || !ones) throw new HpackError('hpack: invalid Huffman-encoded data');
-  return out;
+  return out.toString('latin1', 0, len);
 }
 
 interface Entry { name: string; value: string; size: number }
@@ -129,6 +142,9 @@ export class HpackDecoder {
   private tableSize = 0;
   private maxSize: number;
   private readonly limit: number;
+  /** The read position in the block being decoded (readInt and readString move it: no [value, position] pairs). */
+  private p = 0;
+  private end = 0;
 
   constructor(maxTableSize = 4096) {
     this.maxSize = maxTableSize;
@@ -136,41 +152,38 @@ export class HpackDecoder {
   }
 
   /**
-   * Decodes a complete header block, calling `field` for each header in order. Throws HpackError when the block is
-   * malformed; the dynamic table is then unusable, and the caller must end the connection.
+   * Decodes a complete header block (`b` from `start` to `end`), calling `field` for each header in order. Throws
+   * HpackError when the block is malformed; the dynamic table is then unusable, and the caller must end the
+   * connection.
    */
-  decode(b: Uint8Array, field: (name: string, value: string) => void): void {
-    let p = 0;
+  decode(b: Buffer, field: (name: string, value: string) => void, start = 0, end = b.length): void {
+    this.p = start;
+    this.end = end;
     let fields = 0;
-    while (p < b.length) {
-      const c = b[p]!;
+    while (this.p < end) {
+      const c = b[this.p]!;
       if (c & 0x80) { // indexed field
-        const [index, q] = readInt(b, p, 7);
-        p = q;
-        const [name, value] = this.lookup(index);
-        field(name, value);
+        const index = this.readInt(b, 7);
+        if (index === 0) throw new HpackError('hpack: index 0');
+        if (index <= STATIC.length) {
+          const e = STATIC[index - 1]!;
+          field(e[0], e[1]);
+        } else {
+          const e = this.dynamic(index);
+          field(e.name, e.value);
+        }
         fields++;
       } else if ((c & 0xe0) === 0x20) { // dynamic table size update: only before the first field
-        const [size, q] = readInt(b, p, 5);
-        p = q;
+        const size = this.readInt(b, 5);
         if (fields > 0 || size > this.limit) throw new HpackError('hpack: invalid dynamic table size update');
         this.maxSize = size;
         this.evict(0);
       } else {
         const indexing = (c & 0xc0) === 0x40;
-        const [index, q] = readInt(b, p, indexing ? 6 : 4);
-        p = q;
-        let name: string;
-        if (index === 0) {
-          const s = readString(b, p);
-          name = s[0];
-          p = s[1];
-        } else {
-          name = this.lookup(index)[0];
-        }
-        const s = readString(b, p);
-        const value = s[0];
-        p = s[1];
+        const index = this.readInt(b, indexing ? 6 : 4);
+        const name = index === 0 ? this.readString(b)
+          : index <= STATIC.length ? STATIC[index - 1]![0] : this.dynamic(index).name;
+        const value = this.readString(b);
         if (indexing) this.add(name, value);
         field(name, value);
         fields++;
@@ -178,12 +191,10 @@ export class HpackDecoder {
     }
   }
 
-  private lookup(index: number): readonly [string, string] {
-    if (index === 0) throw new HpackError('hpack: index 0');
-    if (index <= STATIC.length) return STATIC[index - 1]!;
+  private dynamic(index: number): Entry {
     const e = this.entries[index - STATIC.length - 1];
     if (e === undefined) throw new HpackError(`hpack: invalid indexed representation index ${index}`);
-    return [e.name, e.value];
+    return e;
   }
 
   private add(name: string, value: string): void {
@@ -204,86 +215,129 @@ export class HpackDecoder {
       this.tableSize -= this.entries.pop()!.size;
     }
   }
-}
 
-/** An integer with an N-bit prefix (RFC 7541 5.1): [value, next position]; at most 2^28 (no client needs more). */
-function readInt(b: Uint8Array, p: number, bits: number): [number, number] {
-  const max = (1 << bits) - 1;
-  let v = b[p]! & max;
-  p++;
-  if (v < max) return [v, p];
-  let shift = 0;
-  for (;;) {
-    if (p >= b.length) throw new HpackError('hpack: truncated integer');
-    const c = b[p++]!;
-    v += (c & 0x7f) * 2 ** shift;
-    shift += 7;
-    if ((c & 0x80) === 0) break;
-    if (shift > 21) throw new HpackError('hpack: integer too large');
+  /** An integer with an N-bit prefix (RFC 7541 5.1); at most 2^28 (no client needs more). */
+  private readInt(b: Uint8Array, bits: number): number {
+    const max = (1 << bits) - 1;
+    let p = this.p;
+    let v = b[p]! & max;
+    p++;
+    if (v === max) {
+      let shift = 0;
+      for (;;) {
+        if (p >= this.end) throw new HpackError('hpack: truncated integer');
+        const c = b[p++]!;
+        v += (c & 0x7f) * 2 ** shift;
+        shift += 7;
+        if ((c & 0x80) === 0) break;
+        if (shift > 21) throw new HpackError('hpack: integer too large');
+      }
+    }
+    this.p = p;
+    return v;
   }
-  return [v, p];
-}
 
-/** A string literal (RFC 7541 5.2), as latin1 text: [text, next position]. */
-function readString(b: Uint8Array, p: number): [string, number] {
-  if (p >= b.length) throw new HpackError('hpack: truncated string');
-  const huffman = (b[p]! & 0x80) !== 0;
-  const [len, q] = readInt(b, p, 7);
-  const end = q + len;
-  if (end > b.length) throw new HpackError('hpack: truncated string');
-  if (huffman) return [huffmanDecode(b, q, end), end];
-  let s = '';
-  for (let i = q; i < end; i++) s += String.fromCharCode(b[i]!);
-  return [s, end];
-}
-
-/** Appends an integer with an N-bit prefix whose other bits are `flags`. */
-function pushInt(out: number[], flags: number, bits: number, v: number): void {
-  const max = (1 << bits) - 1;
-  if (v < max) {
-    out.push(flags | v);
-    return;
+  /** A string literal (RFC 7541 5.2), as latin1 text. */
+  private readString(b: Buffer): string {
+    if (this.p >= this.end) throw new HpackError('hpack: truncated string');
+    const huffman = (b[this.p]! & 0x80) !== 0;
+    const len = this.readInt(b, 7);
+    const start = this.p;
+    const end = start + len;
+    if (end > this.end) throw new HpackError('hpack: truncated string');
+    this.p = end;
+    if (huffman) return huffmanDecode(b, start, end);
+    return b.toString('latin1', start, end);
   }
-  out.push(flags | max);
-  v -= max;
-  while (v >= 128) {
-    out.push((v & 0x7f) | 0x80);
-    v = Math.floor(v / 128);
-  }
-  out.push(v);
 }
 
-function pushString(out: number[], s: string): void {
-  pushInt(out, 0, 7, s.length);
-  for (let i = 0; i < s.length; i++) out.push(s.charCodeAt(i) & 0xff);
-}
-
-/** Builds a reply's header block: fields indexed or literal, never added to a table and never Huffman-coded. */
+/**
+ * Builds a reply's header block: fields indexed or literal, never added to a table and never Huffman-coded. The
+ * octets are written in place (no array of numbers); one block can be reset and built again for each reply.
+ */
 export class HpackBlock {
-  private readonly out: number[] = [];
+  private buf = Buffer.allocUnsafe(128);
+  private len = 0;
+
+  /** Octets written so far. */
+  get length(): number {
+    return this.len;
+  }
+
+  /** Empties the block for the next reply. */
+  reset(): this {
+    this.len = 0;
+    return this;
+  }
 
   /** A field that is in the static table with its value (`:status: 200`...). */
   indexed(index: number): this {
-    pushInt(this.out, 0x80, 7, index);
+    this.int(0x80, 7, index);
     return this;
   }
 
   /** A field whose name is the static table's entry `index`, with its own value (latin1). */
   withName(index: number, value: string): this {
-    pushInt(this.out, 0x00, 4, index);
-    pushString(this.out, value);
+    this.int(0x00, 4, index);
+    this.string(value);
     return this;
   }
 
   /** A field whose name is not in the static table (lowercase). */
   literal(name: string, value: string): this {
-    this.out.push(0x00);
-    pushString(this.out, name);
-    pushString(this.out, value);
+    this.room(1);
+    this.buf[this.len++] = 0x00;
+    this.string(name);
+    this.string(value);
     return this;
   }
 
+  /** A copy of the block. */
   bytes(): Buffer {
-    return Buffer.from(this.out);
+    return Buffer.from(this.buf.subarray(0, this.len));
+  }
+
+  /** A block of its own with the same octets (this one may then be reset). */
+  clone(): HpackBlock {
+    const c = new HpackBlock();
+    c.room(this.len);
+    c.len = this.copyTo(c.buf, 0);
+    return c;
+  }
+
+  /** Copies the block into `target` at `offset`; returns the offset after it. */
+  copyTo(target: Uint8Array, offset: number): number {
+    return offset + this.buf.copy(target, offset, 0, this.len);
+  }
+
+  private room(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.len + n));
+    this.buf.copy(grown, 0, 0, this.len);
+    this.buf = grown;
+  }
+
+  /** An integer with an N-bit prefix whose other bits are `flags` (RFC 7541 5.1). */
+  private int(flags: number, bits: number, v: number): void {
+    this.room(6);
+    const max = (1 << bits) - 1;
+    if (v < max) {
+      this.buf[this.len++] = flags | v;
+      return;
+    }
+    this.buf[this.len++] = flags | max;
+    v -= max;
+    while (v >= 128) {
+      this.buf[this.len++] = (v & 0x7f) | 0x80;
+      v = Math.floor(v / 128);
+    }
+    this.buf[this.len++] = v;
+  }
+
+  /** A string literal, not Huffman-coded: its length and its latin1 octets. */
+  private string(s: string): void {
+    this.int(0, 7, s.length);
+    this.room(s.length);
+    this.len += this.buf.write(s, this.len, 'latin1');
   }
 }

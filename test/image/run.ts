@@ -182,7 +182,7 @@ test('the image runs as uid 65532 and holds no npm, devDependencies, sources or 
   const config = JSON.parse(mustPodman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE])) as
     { User: string; Entrypoint: string[]; ExposedPorts: Record<string, unknown>; WorkingDir: string };
   assert.equal(config.User, `${NONROOT_UID}:${NONROOT_UID}`);
-  assert.deepEqual(config.Entrypoint, ['/usr/local/bin/node', '--max-semi-space-size=4', '/nodens/dist/bundle/nodens.js']);
+  assert.deepEqual(config.Entrypoint, ['/usr/local/bin/node', '--max-semi-space-size=4', '--no-maglev', '/nodens/dist/bundle/nodens.js']);
   assert.deepEqual(Object.keys(config.ExposedPorts).sort(), ['53/tcp', '53/udp', '9153/tcp']);
   assert.equal(config.WorkingDir, '/');
 

@@ -12,7 +12,7 @@ import { encodeMessage } from '../../wire/encode.ts';
 import { decodeMessage } from '../../wire/decode.ts';
 import { newQuery } from '../../wire/message.ts';
 import { RRType } from '../../wire/constants.ts';
-import { HpackBlock } from '../../core/hpack.ts';
+import { HpackBlock, HpackDecoder } from '../../core/hpack.ts';
 import { seededRandom } from '../../wire/prng.ts';
 import { testCerts } from '../../../test/helpers/certs.ts';
 
@@ -226,6 +226,40 @@ test('HTTP/2 raw: a bad preface closes the connection; max_streams refuses the s
     assert.equal(r.frames.find((x) => x.type === 3 && x.id === 7)!.payload.readUInt32BE(0), 1, 'PROTOCOL_ERROR after it');
     await r.until((f) => [1, 3].every((id) => f.some((x) => x.type === 0 && x.id === id && (x.flags & 1) === 1)));
     r.destroy();
+  });
+});
+
+test('HTTP/2 raw: 40 streams at once on each of two connections: each answered once, HEADERS then DATA, lengths right', async () => {
+  await withServer('', async (port) => {
+    const conns = [new Raw(port), new Raw(port)];
+    for (const r of conns) await r.start();
+    const ids = Array.from({ length: 40 }, (_, i) => 2 * i + 1);
+    // Names of different lengths (NXDOMAIN replies carry the name): each reply's own content-length.
+    const name = (id: number): string => (id % 3 === 0 ? 'www.example.org.' : `nx${'x'.repeat(id % 50)}.example.org.`);
+    const query = (id: number): string => {
+      const q = newQuery(name(id), RRType.A);
+      q.id = id;
+      return Buffer.from(encodeMessage(q)).toString('base64url');
+    };
+    for (const r of conns) r.send(...ids.map((id) => frame(1, 0x5, id, requestBlock(`/dns-query?dns=${query(id)}`))));
+    for (const r of conns) {
+      await r.until((f) => ids.every((id) => f.some((x) => x.type === 0 && x.id === id && (x.flags & 1) === 1)));
+      const hpack = new HpackDecoder();
+      for (const f of r.frames.filter((x) => x.type === 1)) {
+        const fields = new Map<string, string>();
+        hpack.decode(f.payload, (n, v) => { fields.set(n, v); });
+        const data = r.frames.filter((x) => x.type === 0 && x.id === f.id);
+        assert.equal(data.length, 1, `stream ${f.id}: one DATA frame`);
+        assert.ok(r.frames.indexOf(f) < r.frames.indexOf(data[0]!), `stream ${f.id}: HEADERS first`);
+        assert.equal(fields.get(':status'), '200');
+        assert.equal(fields.get('content-length'), String(data[0]!.payload.length), `stream ${f.id}`);
+        const m = decodeMessage(data[0]!.payload);
+        assert.equal(m.id, f.id);
+        assert.equal(m.question[0]!.name, name(f.id));
+      }
+      assert.deepEqual(r.frames.filter((x) => x.type === 1).map((x) => x.id).sort((a, b) => a - b), ids);
+      r.destroy();
+    }
   });
 });
 
