@@ -5,7 +5,7 @@
 // `Cache-Control: max-age=` its smallest TTL (CoreDNS's dnsutil.MinimalTTLWithMaximum).
 
 import { channel } from 'node:diagnostics_channel';
-import http from 'node:http';
+import type http from 'node:http';
 import type net from 'node:net';
 import tls from 'node:tls';
 import { serveHttpsMessage, type ReplySink, type ServeTable } from './serve.ts';
@@ -72,19 +72,17 @@ export class DohListener implements ServerListener {
     const cfg = this.tlsConfig;
     let server: http.Server | tls.Server;
     if (cfg === undefined) {
-      const s = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
-      server = s;
+      server = this.http1Server(readMs, idleMs);
     } else {
       // TLS with ALPN h2 and http/1.1: h2 connections are served by h2.ts, the others (http/1.1, or no ALPN) by
-      // node:http with Go's ReadTimeout and IdleTimeout.
-      const h1 = http.createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
-      this.h1 = h1;
+      // node:http with Go's ReadTimeout and IdleTimeout, made at the first of them (node:http is not loaded
+      // during the start of a server that only sees HTTP/2).
       const s = tls.createServer(serverTlsOptions(cfg, readMs, ['h2', 'http/1.1']));
       watchTlsServer(s, () => this.tlsConfig, cfg);
       s.on('secureConnection', (socket: tls.TLSSocket) => {
         if (socket.destroyed) return; // refused by the client_auth policy
         if (socket.alpnProtocol === 'h2') this.startH2(socket, idleMs);
-        else h1.emit('connection', socket);
+        else (this.h1 ??= this.http1Server(readMs, idleMs)).emit('connection', socket);
       });
       server = s;
     }
@@ -98,6 +96,11 @@ export class DohListener implements ServerListener {
     });
     this.server = server;
     this.port = await listenTcp(server, this.host, this.port, wildcard);
+  }
+
+  private http1Server(readMs: number, idleMs: number): http.Server {
+    const { createServer } = process.getBuiltinModule('node:http');
+    return createServer({ requestTimeout: readMs, headersTimeout: readMs, keepAliveTimeout: idleMs }, this.onRequest);
   }
 
   private startH2(socket: tls.TLSSocket, idleMs: number): void {

@@ -30,7 +30,10 @@ export function listenTcp(server: net.Server, host: string, port: number, wildca
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => { reject(listenError('Listen', 'tcp', host, port, err)); };
     server.once('error', onError);
-    server.listen({ port, host: host === '' ? wildcard : host, reusePort: true, ipv6Only: false }, () => {
+    // The IPv6 wildcard as no host at all, as the DNS listener binds it: Node then binds `::` (dual-stack), without
+    // the dns.lookup of '::' whose net.isIP compiles the IPv6 pattern during the start.
+    const where = host === '' && wildcard === '::' ? {} : { host: host === '' ? wildcard : host };
+    server.listen({ port, ...where, reusePort: true, ipv6Only: false }, () => {
       server.removeListener('error', onError);
       server.on('error', () => { /* accept errors: keep serving */ });
       resolve((server.address() as net.AddressInfo).port);
