@@ -90,13 +90,13 @@ function buildTree(): Int32Array {
 
 /**
  * Decoded string octets, reused: a string literal becomes one latin1 string made from here, not one string per
- * character (HPACK strings are octets; a header value is at most a header list, 1 MiB + 320, long).
+ * character. A longer one (a header value may be as long as a header list, 1 MiB + 320) gets a buffer of its own,
+ * not kept.
  */
-let scratch = Buffer.allocUnsafe(256);
+const SCRATCH = Buffer.allocUnsafe(4096);
 
 function room(n: number): Buffer {
-  if (scratch.length < n) scratch = Buffer.allocUnsafe(Math.max(n, 2 * scratch.length));
-  return scratch;
+  return n <= SCRATCH.length ? SCRATCH : Buffer.allocUnsafe(n);
 }
 
 /** A Huffman-coded string (RFC 7541 5.2) as latin1 text; throws on EOS, on padding longer than 7 bits or not all ones. */
