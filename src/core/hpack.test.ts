@@ -51,6 +51,10 @@ test('Huffman: all 256 byte values round-trip; EOS, padding over 7 bits or not a
     const enc = huffmanEncode(seq);
     assert.equal(huffmanDecode(enc, 0, enc.length), String.fromCharCode(...seq));
   }
+  // longer than the shared buffer (4096 octets): a buffer of its own, and the shared one still right after
+  const long = Array.from({ length: 9000 }, (_, i) => 97 + (i % 26));
+  const encLong = huffmanEncode(long);
+  assert.equal(huffmanDecode(encLong, 0, encLong.length), String.fromCharCode(...long));
   assert.equal(huffmanDecode(Buffer.from([0x1f]), 0, 1), 'a'); // 00011 + 111
   assert.throws(() => huffmanDecode(Buffer.from([0x18]), 0, 1), HpackError); // 00011 + 000: padding not ones
   assert.throws(() => huffmanDecode(Buffer.from([0xff]), 0, 1), HpackError); // 8 bits of padding
