@@ -494,7 +494,7 @@ export class H2Connection {
   /** An interim 100 (Continue) on a stream still open. */
   interim(s: H2Stream, block: HpackBlock): void {
     if (s.done || this.closed) return;
-    this.write(frame(Frame.HEADERS, Flag.END_HEADERS, s.id, block.bytes()));
+    this.write(headersFrame(s.id, Flag.END_HEADERS, block));
   }
 
   /**
@@ -540,10 +540,7 @@ export class H2Connection {
     const n = body === undefined ? 0 : body.length;
     const blockLength = block.length;
     if (n === 0) {
-      const out = Buffer.allocUnsafe(9 + blockLength);
-      frameHeader(out, 0, blockLength, Frame.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, s.id);
-      block.copyTo(out, 9);
-      this.write(out);
+      this.write(headersFrame(s.id, Flag.END_HEADERS | Flag.END_STREAM, block));
       this.finished(s);
       return;
     }
@@ -560,7 +557,7 @@ export class H2Connection {
       this.finished(s);
       return;
     }
-    const parts: Buffer[] = [frame(Frame.HEADERS, Flag.END_HEADERS, s.id, block.bytes())];
+    const parts: Buffer[] = [headersFrame(s.id, Flag.END_HEADERS, block)];
     s.pending = body;
     this.dataFrames(s, parts);
     this.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
@@ -707,6 +704,14 @@ function frameHeader(b: Buffer, at: number, length: number, type: number, flags:
   b[at + 3] = type;
   b[at + 4] = flags;
   b.writeUInt32BE(id, at + 5);
+}
+
+/** A HEADERS frame carrying all of `block`. */
+function headersFrame(id: number, flags: number, block: HpackBlock): Buffer {
+  const b = Buffer.allocUnsafe(9 + block.length);
+  frameHeader(b, 0, block.length, Frame.HEADERS, flags, id);
+  block.copyTo(b, 9);
+  return b;
 }
 
 function frame(type: number, flags: number, id: number, payload: Uint8Array): Buffer {
