@@ -263,6 +263,32 @@ test('HTTP/2 raw: 40 streams at once on each of two connections: each answered o
   });
 });
 
+test('HTTP/2 raw: a POST with Expect: 100-continue gets an interim 100 before it sends its body, then its answer', async () => {
+  await withServer('', async (port) => {
+    const r = new Raw(port);
+    await r.start();
+    const block = new HpackBlock().indexed(3).indexed(7).withName(4, '/dns-query').withName(1, 'localhost')
+      .literal('expect', '100-continue').bytes();
+    r.send(frame(1, 0x4, 1, block)); // END_HEADERS, the body still to come
+    await r.until((f) => f.some((x) => x.type === 1 && x.id === 1));
+    const hpack = new HpackDecoder();
+    const status = (payload: Buffer): string | undefined => {
+      let s: string | undefined;
+      hpack.decode(payload, (n, v) => { if (n === ':status') s = v; });
+      return s;
+    };
+    const interim = r.frames.find((x) => x.type === 1 && x.id === 1)!;
+    assert.equal(status(interim.payload), '100');
+    assert.equal(interim.flags & 0x1, 0, 'the interim response does not end the stream');
+    r.send(frame(0, 0x1, 1, Buffer.from(encodeMessage(newQuery('www.example.org.', RRType.A)))));
+    await r.until((f) => f.some((x) => x.type === 0 && x.id === 1 && (x.flags & 1) === 1));
+    const heads = r.frames.filter((x) => x.type === 1 && x.id === 1);
+    assert.deepEqual(heads.map((h) => status(h.payload)), ['100', '200']);
+    assert.equal(decodeMessage(r.frames.find((x) => x.type === 0 && x.id === 1)!.payload).answer.length, 1);
+    r.destroy();
+  });
+});
+
 test('HTTP/2 raw: a POST body in padded DATA frames, with trailers; a reset stream gets no reply', async () => {
   await withServer('', async (port) => {
     const r = new Raw(port);
