@@ -143,16 +143,12 @@ export class DohListener implements ServerListener {
     // Go sends the interim 100 when the handler starts reading a body that is still to come; any other
     // expectation is ignored over HTTP/2 (no 417).
     if (!stream.remoteEnded && stream.expect !== '' && CONTINUE.test(stream.expect)) c.interim(stream, CONTINUE_BLOCK);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    c.readBody(stream, (chunk) => {
-      if (size > MAX_QUERY) return;
-      size += chunk.length;
-      if (size > MAX_QUERY) chunks.length = 0;
-      else chunks.push(Buffer.from(chunk)); // a copy: the frame's bytes belong to the read buffer
-    }, () => {
-      if (size > MAX_QUERY) this.respond(answer, 400);
-      else this.serve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), c.endpoints, answer);
+    const body = new BodyCollector();
+    // a copy of each chunk: the frame's bytes belong to the connection's read buffer
+    c.readBody(stream, (chunk) => { body.add(chunk, true); }, () => {
+      const wire = body.result();
+      if (wire === undefined) this.respond(answer, 400);
+      else this.serve(wire, c.endpoints, answer);
     });
   };
 
@@ -270,20 +266,31 @@ function requestWire(method: string | undefined, url: string): Buffer | number |
   return method === 'POST' ? undefined : 400;
 }
 
-/** A POST body, at most 65536 bytes; undefined when longer. */
-function readBody(body: NodeJS.ReadableStream, done: (wire: Buffer | undefined) => void): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  body.on('data', (chunk: Buffer) => {
-    if (size > MAX_QUERY) return;
-    size += chunk.length;
-    if (size > MAX_QUERY) chunks.length = 0;
-    else chunks.push(chunk);
-  });
-  body.on('end', () => {
-    done(size > MAX_QUERY ? undefined : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-  });
-  body.on('error', ignore);
+/** A POST body as it arrives, kept up to MAX_QUERY bytes (doh's maxDNSQuerySize); a longer one is dropped. */
+class BodyCollector {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  add(chunk: Buffer, copy: boolean): void {
+    if (this.size > MAX_QUERY) return;
+    this.size += chunk.length;
+    if (this.size > MAX_QUERY) this.chunks = [];
+    else this.chunks.push(copy ? Buffer.from(chunk) : chunk);
+  }
+
+  /** The whole body; undefined when it was longer than MAX_QUERY. */
+  result(): Buffer | undefined {
+    if (this.size > MAX_QUERY) return undefined;
+    return this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+  }
+}
+
+/** An HTTP/1.1 POST body (node:http's stream: its chunks are the body's own). */
+function readBody(req: NodeJS.ReadableStream, done: (wire: Buffer | undefined) => void): void {
+  const body = new BodyCollector();
+  req.on('data', (chunk: Buffer) => { body.add(chunk, false); });
+  req.on('end', () => { done(body.result()); });
+  req.on('error', ignore);
 }
 
 /** http.Error's bodies: the text and a newline. */

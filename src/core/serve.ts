@@ -179,21 +179,19 @@ export function serveHttpsMessage(table: ServeTable, wire: Buffer, ends: Endpoin
   const opcode = (flagsHi >> 3) & 0xf;
   if (opcode !== Opcode.QUERY && opcode !== Opcode.NOTIFY) return false;
   if (wire.readUInt16BE(4) !== 1 || wire.readUInt16BE(6) > 1 || wire.readUInt16BE(8) > 1 || wire.readUInt16BE(10) > 2) return false;
-  // The usual query is only scanned, as on the other transports (scanQuery's facts imply that it decodes).
+  // The usual query is only scanned, as on the other transports (scanQuery's facts imply that it decodes); any
+  // other is decoded now.
   const scanned = scanQuery(wire);
-  if (scanned !== undefined) {
-    const req = new Request(undefined, wire, 'tcp', ends.remoteAddress, ends.remotePort, ends.localAddress, ends.localPort,
-      table.name, process.hrtime.bigint(), table.router, scanned);
-    return serveRequest(table, req, sink);
-  }
-  let msg: Message;
-  try {
-    msg = decodeMessage(wire);
-  } catch {
-    return false;
+  let msg: Message | undefined;
+  if (scanned === undefined) {
+    try {
+      msg = decodeMessage(wire);
+    } catch {
+      return false;
+    }
   }
   const req = new Request(msg, wire, 'tcp', ends.remoteAddress, ends.remotePort, ends.localAddress, ends.localPort,
-    table.name, process.hrtime.bigint(), table.router);
+    table.name, process.hrtime.bigint(), table.router, scanned);
   return serveRequest(table, req, sink);
 }
 

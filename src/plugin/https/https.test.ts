@@ -158,7 +158,7 @@ test('DoH over HTTP/2: GET and POST, statuses and headers as CoreDNS', async () 
   });
 });
 
-function h1(url: string, opts: https.RequestOptions = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function h1(url: string, opts: https.RequestOptions = {}, body?: Uint8Array): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
     const mod = url.startsWith('https:') ? https : http;
     const req = mod.request(url, { ca: readFileSync(C.ca), ...opts }, (res) => {
@@ -167,7 +167,7 @@ function h1(url: string, opts: https.RequestOptions = {}): Promise<{ status: num
       res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }); });
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 
@@ -180,6 +180,16 @@ test('DoH over HTTP/1.1 with TLS, and plain HTTP/1.1 without tls', async () => {
     // Go sends no Connection or Keep-Alive header.
     assert.equal(r.headers.connection, undefined);
     assert.equal(r.headers['keep-alive'], undefined);
+    // POST: the body is the message; one longer than 64 KiB is a 400 (in several chunks either way)
+    const post = { method: 'POST', headers: { 'content-type': 'application/dns-message' } };
+    const ok = await h1(`https://localhost:${s.port}/dns-query`, post, encodeMessage(q));
+    assert.equal(ok.status, 200);
+    assert.equal(decodeMessage(ok.body).answer.length, 1);
+    const padded = new Uint8Array(70000);
+    padded.set(encodeMessage(q)); // a valid query, then bytes past the limit
+    const big = await h1(`https://localhost:${s.port}/dns-query`, post, padded);
+    assert.equal(big.status, 400);
+    assert.equal(big.body.toString(), 'invalid request\n');
   });
   await withServer(`https://.:0 {\n bind 127.0.0.1\n whoami\n}\n`, async (s) => {
     const r = await h1(`http://127.0.0.1:${s.port}/dns-query?dns=${b64(q)}`);
