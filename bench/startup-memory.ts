@@ -1,7 +1,7 @@
 // Start to first answer and idle memory: nodens vs CoreDNS, runs alternated so that load on a shared machine
 // falls on both alike; also a bare Node process (Node's own floor).
 //
-//   node bench/startup-memory.ts [--runs N] [--corefiles hosts,quickstart,kubeadm] [--servers nodens,coredns,node]
+//   node bench/startup-memory.ts [--runs N] [--corefiles hosts,quickstart,kubeadm,dot,doh] [--servers nodens,coredns,node]
 //   NODENS_BASE_BIN=<another checkout>/bin/nodens ... --servers nodens,base,coredns   (A/B of two builds)
 //   NODENS_BINS=a=/path/to/bin,b=/other/bin ... --servers a,b,coredns                 (any number of named builds)
 //
@@ -12,18 +12,32 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
+import { testCerts } from '../test/helpers/certs.ts';
 import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady } from '../test/conformance/lib/servers.ts';
+
+const HOSTS_FILES = { 'hosts.txt': Array.from({ length: 300 }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n' };
 
 const COREFILES: Record<string, { text: (up: number) => string; probe: string; files?: Record<string, string> }> = {
   // bench/run.ts's hosts scenario: one zone answered from a hosts file of 300 names
   hosts: {
     text: () => 'bench.test {\n    hosts hosts.txt\n}\n',
     probe: 'h0.bench.test. A',
-    files: { 'hosts.txt': Array.from({ length: 300 }, (_, i) => `10.0.${i >> 8}.${i & 255} h${i}.bench.test`).join('\n') + '\n' },
+    files: HOSTS_FILES,
   },
   quickstart: {
     text: () => readFileSync(path.join(REPO, 'examples/Corefile.quickstart'), 'utf8').replace('.:1053 {', '. {'),
     probe: 'www.example.org. A',
+  },
+  // bench/run.ts's dot and doh scenarios: the hosts zone on plain DNS (probed) and again behind TLS
+  dot: {
+    text: () => 'bench.test {\n    hosts hosts.txt\n}\ntls://bench.test:{$BENCH_SECURE_PORT} {\n    tls {$BENCH_CERT} {$BENCH_KEY}\n    hosts hosts.txt\n}\n',
+    probe: 'h0.bench.test. A',
+    files: HOSTS_FILES,
+  },
+  doh: {
+    text: () => 'bench.test {\n    hosts hosts.txt\n}\nhttps://bench.test:{$BENCH_SECURE_PORT} {\n    tls {$BENCH_CERT} {$BENCH_KEY}\n    hosts hosts.txt\n}\n',
+    probe: 'h0.bench.test. A',
+    files: HOSTS_FILES,
   },
   // kubeadm's default Corefile without the kubernetes plugin (health and ready on free ports)
   kubeadm: {
@@ -88,6 +102,7 @@ async function main(): Promise<void> {
   }
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'nodens-startup-'));
   const up = await upstream();
+  const certs = testCerts();
   const samples: Sample[] = [];
   try {
     for (let run = 0; run < runs; run++) {
@@ -97,7 +112,8 @@ async function main(): Promise<void> {
           const port = await freePort();
           const env: Record<string, string> = {
             BENCH_HEALTH_PORT: String(await freePort()), BENCH_READY_PORT: String(await freePort()),
-            BENCH_METRICS_PORT: String(await freePort()),
+            BENCH_METRICS_PORT: String(await freePort()), BENCH_SECURE_PORT: String(await freePort()),
+            BENCH_CERT: certs.cert, BENCH_KEY: certs.key,
           };
           const conf = path.join(tmp, `Corefile.${cf}`);
           writeFileSync(conf, COREFILES[cf].text(up.port));

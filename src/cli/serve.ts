@@ -105,6 +105,9 @@ export interface ServeOptions {
   workers?: number;
 }
 
+/** When clean binary pages are released once more after start-up. */
+const SETTLED_RELEASE_MS = 250;
+
 /** How often clean binary pages are released while -workers threads start. */
 const STARTING_RELEASE_MS = 10;
 
@@ -155,7 +158,12 @@ export async function serve(o: ServeOptions): Promise<void> {
   // Start-up touched much of Node's binary that serving does not: those pages go (once the threads of -workers
   // have started too), and again after every reload. One process: the main thread does it for all.
   if (!inWorkerThread()) {
-    if ((o.workers ?? 1) <= 1) releaseCleanPages();
+    if ((o.workers ?? 1) <= 1) {
+      releaseCleanPages();
+      // Once more when the start's trailing work is done: V8 runs a scavenge it scheduled during start as a task
+      // on the next turns, and its GC code (4-6 MiB of the binary) would otherwise stay resident in an idle server.
+      setTimeout(releaseCleanPages, SETTLED_RELEASE_MS).unref();
+    }
     runtime.onStarted((_, reloaded) => { if (reloaded) releaseCleanPages(); });
   }
 
@@ -173,7 +181,10 @@ export async function serve(o: ServeOptions): Promise<void> {
     const releasing = setInterval(releaseCleanPages, STARTING_RELEASE_MS);
     const ready = await supervisor.ready.finally(() => { clearInterval(releasing); });
     if (ready && !supervisor.stopping && !o.quiet) out(versionText());
-    if (ready) releaseCleanPages();
+    if (ready) {
+      releaseCleanPages();
+      setTimeout(releaseCleanPages, SETTLED_RELEASE_MS).unref();
+    }
     return;
   }
   running.set(runtime);

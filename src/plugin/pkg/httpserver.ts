@@ -178,7 +178,7 @@ async function resolveListenHost(host: string): Promise<string> {
   if (host === '' || host === '0.0.0.0') return '';
   if (host === 'localhost') return '127.0.0.1';
   if (/^[0-9.]+$/.test(host) || host.includes(':')) return host;
-  const { lookup } = await import('node:dns/promises');
+  const { lookup } = process.getBuiltinModule('node:dns/promises');
   const all = await lookup(host, { all: true });
   const v4 = all.find((a) => a.family === 4);
   return (v4 ?? all[0])?.address ?? host;

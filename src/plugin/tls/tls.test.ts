@@ -14,6 +14,10 @@ import { newQuery } from '../../wire/message.ts';
 import { RRType } from '../../wire/constants.ts';
 import type { Message } from '../../wire/types.ts';
 import { testCerts } from '../../../test/helpers/certs.ts';
+import { serverTlsOptions } from '../../core/tls.ts';
+import type { ClientAuth, ServerTlsConfig } from '../plugin.ts';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { DEBIAN_PYTHON, dig, kdig, status } from '../../../test/helpers/dig.ts';
 import { freePort } from '../../../test/helpers/server.ts';
 
@@ -341,4 +345,37 @@ test('dnspython over DoT and DoH (GET and POST)', async () => {
     assert.equal(await python(['https-post', String(s.port), C.ca]), 'NOERROR www.example.org. 300 IN A 192.0.2.1');
     assert.equal(await python(['https-get', String(s.port), C.ca]), 'NOERROR www.example.org. 300 IN A 192.0.2.1');
   });
+});
+
+function serverConfig(clientAuth: ClientAuth, ca?: Buffer): ServerTlsConfig {
+  const c = testCerts();
+  return { cert: readFileSync(c.cert), key: readFileSync(c.key), ca, clientAuth, keyLog: undefined };
+}
+
+test('a server that asks for no client certificate gets an empty trust store; the verifying policies keep Node\'s roots or the given CA', () => {
+  assert.deepEqual(serverTlsOptions(serverConfig('nocert'), 1000).ca, []);
+  for (const policy of ['request', 'require', 'verify_if_given', 'require_and_verify'] as const) {
+    assert.equal(serverTlsOptions(serverConfig(policy), 1000).ca, undefined, policy);
+  }
+  const ca = readFileSync(testCerts().ca);
+  assert.equal(serverTlsOptions(serverConfig('nocert', ca), 1000).ca, ca);
+  assert.equal(serverTlsOptions(serverConfig('require_and_verify', ca), 1000).ca, ca);
+});
+
+test('with the empty store the handshake still completes with the certificate of the file', async () => {
+  const server = tls.createServer(serverTlsOptions(serverConfig('nocert'), 1000), (s) => { s.end('ok'); });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const socket = tls.connect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, ca: readFileSync(testCerts().ca) });
+    await once(socket, 'secureConnect');
+    assert.equal(socket.authorized, true);
+    const leaf = socket.getPeerCertificate(true);
+    assert.match(leaf.subjectaltname ?? '', /IP Address:127\.0\.0\.1/);
+    const [data] = await once(socket, 'data') as [Buffer];
+    assert.equal(data.toString(), 'ok');
+    socket.destroy();
+  } finally {
+    server.close();
+  }
 });
