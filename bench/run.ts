@@ -383,17 +383,27 @@ interface Started {
 const STARTS = 3;
 
 async function startFor(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins, env?: Record<string, string>, cores = 1): Promise<Started> {
-  // One start is one sample of a figure that a busy moment of the machine can double: the median of three.
+  // One start is one sample of a figure that a busy moment of the machine can double: the median of three, each
+  // after this process has collected the garbage of the last dnsperf output (up to a hundred MB of text, whose
+  // marking on V8's helper threads otherwise overlapped the next starts: every server's DoT start doubled).
   const times: number[] = [];
   for (let i = 1; i < STARTS; i++) {
+    await settle();
     const trial = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
     times.push(trial.startupMs);
     await trial.proc.stop();
   }
+  await settle();
   const st = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
   times.push(st.startupMs);
   times.sort((a, b) => a - b);
   return { ...st, startupMs: times[(times.length - 1) >> 1]! };
+}
+
+/** A full collection now (`npm run bench` runs node with --expose-gc), then a moment for the machine to be idle. */
+async function settle(): Promise<void> {
+  (globalThis as { gc?: () => void }).gc?.();
+  await sleep(200);
 }
 
 async function startOnce(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins, env?: Record<string, string>, cores = 1): Promise<Started> {
