@@ -365,6 +365,8 @@ interface Row {
   status: string; // 'ok' or why not
   perf?: PerfResult;
   startupMs?: number;
+  /** each start: ms to the first answer, and the major page faults the server had taken by then */
+  starts?: string;
   idleMiB?: number;
   peakMiB?: number;
   cpuPer100k?: number;
@@ -377,6 +379,11 @@ interface Started {
   proc: Running;
   command: string;
   startupMs: number;
+  /** major page faults of the process at its first answer (pages read from disk, not from the page cache) */
+  majorFaults: number;
+  /** CPU time of all its threads at its first answer */
+  cpuMs: number;
+  starts?: string;
 }
 
 /** How many times each server is started for its start-up time (the median); the last start serves the load. */
@@ -387,17 +394,41 @@ async function startFor(server: ServerName, dir: string, corefile: string, unbou
   // after this process has collected the garbage of the last dnsperf output (up to a hundred MB of text, whose
   // marking on V8's helper threads otherwise overlapped the next starts: every server's DoT start doubled).
   const times: number[] = [];
+  const each: string[] = [];
   for (let i = 1; i < STARTS; i++) {
     await settle();
     const trial = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
     times.push(trial.startupMs);
+    each.push(`${trial.startupMs.toFixed(0)} ms (CPU ${trial.cpuMs.toFixed(0)}, ${trial.majorFaults} mf)`);
     await trial.proc.stop();
   }
   await settle();
   const st = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
   times.push(st.startupMs);
+  each.push(`${st.startupMs.toFixed(0)} ms (CPU ${st.cpuMs.toFixed(0)}, ${st.majorFaults} mf)`);
   times.sort((a, b) => a - b);
-  return { ...st, startupMs: times[(times.length - 1) >> 1]! };
+  return { ...st, startupMs: times[(times.length - 1) >> 1]!, starts: each.join(', ') };
+}
+
+/** The process's major faults so far (/proc/<pid>/stat field 12); taskset exec()s the server, same pid. */
+function majorFaults(pid: number): number {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(st.slice(st.lastIndexOf(')') + 2).split(' ')[9]);
+  } catch {
+    return NaN;
+  }
+}
+
+/** CPU time of all the process's threads so far, ms (the first field of each thread's schedstat, in ns). */
+function onCpuMs(pid: number): number {
+  try {
+    let ns = 0;
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    return ns / 1e6;
+  } catch {
+    return NaN;
+  }
 }
 
 /** A full collection now (`npm run bench` runs node with --expose-gc), then a moment for the machine to be idle. */
@@ -427,7 +458,7 @@ async function startOnce(server: ServerName, dir: string, corefile: string, unbo
   const proc = spawnArgv(server, argv, dir, port, env);
   try {
     const startupMs = await waitReady(proc, probe, 30000, 2, t0);
-    return { proc, command: argv.join(' '), startupMs };
+    return { proc, command: argv.join(' '), startupMs, majorFaults: majorFaults(proc.proc.pid!), cpuMs: onCpuMs(proc.proc.pid!) };
   } catch (e) {
     await proc.stop();
     throw e;
@@ -473,6 +504,7 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   }
   row.serverCommand = st.command;
   row.startupMs = st.startupMs;
+  row.starts = st.starts;
   try {
     await sleep(1000);
     const pid = st.proc.proc.pid!;
@@ -635,7 +667,7 @@ async function main(): Promise<number> {
         rows.push(r);
         console.log(r.status === 'ok' && r.perf
           ? `${r.perf.qps.toFixed(0)} qps, avg ${r.perf.avgMs.toFixed(3)} ms, p99 ${r.perf.p99Ms.toFixed(3)} ms, lost ${r.perf.lost}, ${r.perf.rcodes}` +
-            `, CPU ${fmt(r.cpuPer100k, 2)} s/100k${r.split ? `, CPU by thread ${r.split}` : ''}`
+            `, CPU ${fmt(r.cpuPer100k, 2)} s/100k${r.split ? `, CPU by thread ${r.split}` : ''}, starts ${r.starts ?? '-'}`
           : r.status);
         if (server !== 'nodens' && r.status !== 'ok' && !r.status.startsWith('n/a')) bad = true;
       }
