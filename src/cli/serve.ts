@@ -105,7 +105,7 @@ export interface ServeOptions {
   workers?: number;
 }
 
-/** When clean binary pages are released once more after start-up. */
+/** When clean binary pages are released after start-up. */
 const SETTLED_RELEASE_MS = 250;
 
 /** How often clean binary pages are released while -workers threads start. */
@@ -158,12 +158,10 @@ export async function serve(o: ServeOptions): Promise<void> {
   // Start-up touched much of Node's binary that serving does not: those pages go (once the threads of -workers
   // have started too), and again after every reload. One process: the main thread does it for all.
   if (!inWorkerThread()) {
-    if ((o.workers ?? 1) <= 1) {
-      releaseCleanPages();
-      // Once more when the start's trailing work is done: V8 runs a scavenge it scheduled during start as a task
-      // on the next turns, and its GC code (4-6 MiB of the binary) would otherwise stay resident in an idle server.
-      setTimeout(releaseCleanPages, SETTLED_RELEASE_MS).unref();
-    }
+    // Not at once but when the start's trailing work is done, and after the first queries have been answered
+    // (a release costs 2-4 ms): V8 runs a scavenge it scheduled during start as a task on the next turns, and its
+    // GC code (4-6 MiB of the binary) would otherwise stay resident in an idle server.
+    if ((o.workers ?? 1) <= 1) setTimeout(releaseCleanPages, SETTLED_RELEASE_MS).unref();
     runtime.onStarted((_, reloaded) => { if (reloaded) releaseCleanPages(); });
   }
 

@@ -29,8 +29,9 @@ export function serverTlsOptions(cfg: ServerTlsConfig, handshakeTimeoutMs: numbe
   };
   if (cfg.ca !== undefined) o.ca = cfg.ca;
   // No client certificate is asked for, so nothing is verified against a store: an empty one spares Node loading
-  // its ~150 built-in roots into every context (5 ms of a DoT/DoH start, and their memory). Go sends the chain of
-  // the certificate file as it is too, never completing it from a store.
+  // its built-in roots into the context, and the file NODE_EXTRA_CA_CERTS names (0.7 ms of a DoT/DoH start; 5 ms
+  // with a system bundle of ~150 certificates there). Go sends the certificate file's chain as it is too, never
+  // completing it from a store.
   else if (!o.requestCert) o.ca = [];
   if (alpn !== undefined) o.ALPNProtocols = alpn;
   return o;

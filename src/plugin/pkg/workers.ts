@@ -22,11 +22,18 @@ export function setWorkerCount(n: number): void {
  * 0 when the process serves alone.
  */
 export function workerId(): number {
+  threadNumber ??= workerThreadNumber();
+  return threadNumber > 1 ? threadNumber : workerCount > 1 ? 1 : 0;
+}
+
+/** This thread's number when it is a -workers thread (2..N), else 0; its environment does not change. */
+let threadNumber: number | undefined;
+
+function workerThreadNumber(): number {
   const v = process.env[WORKER_ID_ENV];
-  // Without the variable this is the main thread, or an embedding application's own worker thread (its count is
-  // 0): node:worker_threads, 1.4 ms of every start, is loaded only by threads that have it.
-  if (v === undefined) return workerCount > 1 ? 1 : 0;
-  if (supervisorPort() === null) return workerCount > 1 ? 1 : 0; // the main thread, the variable inherited
+  // Without the variable this is the main thread, or an embedding application's own worker thread:
+  // node:worker_threads, 1.4 ms of every start, is loaded only by threads that have it.
+  if (v === undefined || supervisorPort() === null) return 0; // (null: the main thread, the variable inherited)
   const n = Number(v);
   return Number.isInteger(n) && n > 1 ? n : 0;
 }
