@@ -365,7 +365,7 @@ interface Row {
   status: string; // 'ok' or why not
   perf?: PerfResult;
   startupMs?: number;
-  /** each start: ms to the first answer, and the major page faults the server had taken by then */
+  /** each start: ms to the first answer, and the server's CPU time and major page faults by then */
   starts?: string;
   idleMiB?: number;
   peakMiB?: number;
@@ -391,23 +391,19 @@ const STARTS = 3;
 
 async function startFor(server: ServerName, dir: string, corefile: string, unboundBody: string, probe: string, bins: Bins, env?: Record<string, string>, cores = 1): Promise<Started> {
   // One start is one sample of a figure that a busy moment of the machine can double: the median of three, each
-  // after this process has collected the garbage of the last dnsperf output (up to a hundred MB of text, whose
-  // marking on V8's helper threads otherwise overlapped the next starts: every server's DoT start doubled).
+  // after a full collection of this process's heap (it has just parsed dnsperf's output) and a moment of quiet.
   const times: number[] = [];
   const each: string[] = [];
-  for (let i = 1; i < STARTS; i++) {
+  let st: Started | undefined;
+  for (let i = 0; i < STARTS; i++) {
+    if (st !== undefined) await st.proc.stop();
     await settle();
-    const trial = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
-    times.push(trial.startupMs);
-    each.push(`${trial.startupMs.toFixed(0)} ms (CPU ${trial.cpuMs.toFixed(0)}, ${trial.majorFaults} mf)`);
-    await trial.proc.stop();
+    st = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
+    times.push(st.startupMs);
+    each.push(`${st.startupMs.toFixed(0)} ms (CPU ${st.cpuMs.toFixed(0)}, ${st.majorFaults} mf)`);
   }
-  await settle();
-  const st = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
-  times.push(st.startupMs);
-  each.push(`${st.startupMs.toFixed(0)} ms (CPU ${st.cpuMs.toFixed(0)}, ${st.majorFaults} mf)`);
   times.sort((a, b) => a - b);
-  return { ...st, startupMs: times[(times.length - 1) >> 1]!, starts: each.join(', ') };
+  return { ...st!, startupMs: times[(times.length - 1) >> 1]!, starts: each.join(', ') };
 }
 
 /** The process's major faults so far (/proc/<pid>/stat field 12); taskset exec()s the server, same pid. */
