@@ -56,8 +56,10 @@ ARG DEBIAN_FRONTEND=noninteractive
 # iproute2, iptables (legacy and nft variants) and nftables: `nodens node-cache`
 # creates its interface with `ip` and installs its rules with the host's firewall
 # tool, as k8s-dns-node-cache's image carries them. Plain nodens does not use them.
+# ca-certificates: the system store that TLS clients (forward tls://, grpc, dnstap)
+# verify upstreams against, as CoreDNS's image carries /etc/ssl/certs.
 RUN apt-get -qq update \
-    && apt-get -qq install --no-install-recommends iproute2 iptables nftables >/dev/null \
+    && apt-get -qq install --no-install-recommends iproute2 iptables nftables ca-certificates >/dev/null \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
 COPY --from=node /node /usr/local/bin/node
 COPY --from=build /src/node_modules /nodens/node_modules
@@ -80,6 +82,8 @@ ENV MALLOC_ARENA_MAX=2
 # node itself is PID 1 (no shell in between), so SIGTERM from `docker stop` or
 # the kubelet reaches nodens's handler: "[INFO] SIGTERM: Shutting down servers
 # then terminating". The flags are bin/nodens's (there is no shell launcher
-# here): the smaller young generation, and no Maglev tier; NODE_OPTIONS from
-# the pod spec still applies.
-ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "--no-maglev", "/nodens/dist/bundle/nodens.js"]
+# here): the smaller young generation, OpenSSL's certificate store (the system's,
+# /etc/ssl/certs: node has a file capability, so OpenSSL ignores SSL_CERT_FILE and
+# NODE_EXTRA_CA_CERTS here), and no Maglev tier; NODE_OPTIONS from the pod spec
+# still applies.
+ENTRYPOINT ["/usr/local/bin/node", "--max-semi-space-size=4", "--use-openssl-ca", "--no-maglev", "/nodens/dist/bundle/nodens.js"]

@@ -6,7 +6,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startInProcess, logLines } from '../helpers/server.ts';
+import { spawn, execFileSync } from 'node:child_process';
+import { startInProcess, startProcess, freePort, logLines } from '../helpers/server.ts';
+import { corednsBinary } from '../helpers/reference.ts';
 import { exchange } from '../helpers/client.ts';
 import { FakeUpstream, query, decode, startUnbound, type Unbound } from './forward-upstreams.ts';
 import { registry } from '../../src/plugin/pkg/metrics.ts';
@@ -134,7 +136,6 @@ describe('forward with misbehaving upstreams', () => {
   });
 
   test('failfast_all_unhealthy_upstreams: SERVFAIL at once when every upstream is down', async () => {
-    const { freePort } = await import('../helpers/server.ts');
     const closed = await freePort(); // nothing listens: ICMP port unreachable, checks fail at once
     const s = await startInProcess(`.:0 {\n forward . 127.0.0.1:${closed} {\n  max_fails 1\n  health_check 50ms\n  failfast_all_unhealthy_upstreams\n }\n}\n`);
     try {
@@ -331,13 +332,28 @@ describe('source ports (RFC 5452)', () => {
   });
 });
 
+/** The rcode the reference CoreDNS gives for www.dot.example with `corefile` ({PORT} replaced) and `env` added. */
+async function corednsRcode(corefile: string, env: Record<string, string>): Promise<number> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'nodens-coredns-'));
+  writeFileSync(join(dir, 'Corefile'), corefile.replaceAll('{PORT}', String(port)));
+  const proc = spawn(corednsBinary(), ['-conf', 'Corefile'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  try {
+    // Up once it prints its version banner (after every listener is open).
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      proc.stdout.on('data', (b: Buffer) => { out += b.toString(); if (out.includes('CoreDNS-')) resolve(); });
+      proc.once('exit', (code) => reject(new Error(`CoreDNS exited ${code}: ${out}`)));
+    });
+    return decode(await exchange(port, query('www.dot.example'), { timeoutMs: 8000 })).rcode;
+  } finally { proc.kill(); }
+}
+
 describe('tls:// upstream: DNS over TLS to a real unbound', () => {
   let ub: Unbound;
   let tlsPort = 0;
   let certFile = '';
   before(async () => {
-    const { execFileSync } = await import('node:child_process');
-    const { freePort } = await import('../helpers/server.ts');
     const dir = mkdtempSync(join(tmpdir(), 'nodens-dot-'));
     certFile = join(dir, 'cert.pem');
     const keyFile = join(dir, 'key.pem');
@@ -358,6 +374,31 @@ describe('tls:// upstream: DNS over TLS to a real unbound', () => {
       assert.equal(decode(await exchange(s.port, query('www.dot.example'))).rcode, 0);
       assert.match(await metric('coredns_proxy_conn_cache_hits_total'), /proto="tcp-tls"\} [1-9]/);
     } finally { await s.stop(); }
+  });
+
+  // Without a CA in the Corefile the upstream is verified against the system's store, as CoreDNS's Go does:
+  // bin/nodens runs Node on OpenSSL's store, which SSL_CERT_FILE names (Node's bundled roots would ignore it).
+  test('bin/nodens without a CA trusts the system store that SSL_CERT_FILE names, as CoreDNS', async () => {
+    const corefile = `.:{PORT} {\n forward . tls://127.0.0.1:${tlsPort} {\n  tls_servername dns.example.test\n }\n}\n`;
+    const trusted = await startProcess(corefile, { env: { SSL_CERT_FILE: certFile, NODE_EXTRA_CA_CERTS: '' } });
+    try {
+      const r = decode(await exchange(trusted.port, query('www.dot.example'), { timeoutMs: 8000 }));
+      assert.equal(r.rcode, 0);
+      assert.deepEqual(r.answer.map((a) => (a.data as { address: string }).address), ['192.0.2.53']);
+    } finally { await trusted.stop(); }
+    // A store without the upstream's issuer: the handshake fails, SERVFAIL.
+    const other = join(mkdtempSync(join(tmpdir(), 'nodens-store-')), 'other.pem');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', '/dev/null',
+      '-out', other, '-days', '1', '-subj', '/CN=other.example.test'], { stdio: 'ignore' });
+    const untrusted = await startProcess(corefile, { env: { SSL_CERT_FILE: other, NODE_EXTRA_CA_CERTS: '' } });
+    try {
+      const r = decode(await exchange(untrusted.port, query('www.dot.example'), { timeoutMs: 8000 }));
+      assert.equal(r.rcode, 2);
+    } finally { await untrusted.stop(); }
+    // The reference, the same Corefile and stores: the same two answers.
+    for (const [store, rcode] of [[certFile, 0], [other, 2]] as const) {
+      assert.equal(await corednsRcode(corefile, { SSL_CERT_FILE: store }), rcode, `CoreDNS with SSL_CERT_FILE=${store}`);
+    }
   });
 
   test('a certificate that does not match the server name is refused: SERVFAIL, nothing answered in clear', async () => {

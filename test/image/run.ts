@@ -182,7 +182,7 @@ test('the image runs as uid 65532 and holds no npm, devDependencies, sources or 
   const config = JSON.parse(mustPodman(['image', 'inspect', '--format', '{{json .Config}}', IMAGE])) as
     { User: string; Entrypoint: string[]; ExposedPorts: Record<string, unknown>; WorkingDir: string };
   assert.equal(config.User, `${NONROOT_UID}:${NONROOT_UID}`);
-  assert.deepEqual(config.Entrypoint, ['/usr/local/bin/node', '--max-semi-space-size=4', '--no-maglev', '/nodens/dist/bundle/nodens.js']);
+  assert.deepEqual(config.Entrypoint, ['/usr/local/bin/node', '--max-semi-space-size=4', '--use-openssl-ca', '--no-maglev', '/nodens/dist/bundle/nodens.js']);
   assert.deepEqual(Object.keys(config.ExposedPorts).sort(), ['53/tcp', '53/udp', '9153/tcp']);
   assert.equal(config.WorkingDir, '/');
 
@@ -194,7 +194,7 @@ test('the image runs as uid 65532 and holds no npm, devDependencies, sources or 
     // dash's `command -v` looks at its first name only: one call per name.
     'for t in npm npx yarn corepack; do command -v $t; done; ls /nodens; cd /nodens/node_modules && find . -name package.json -printf "%h\\n"; '
     + 'find /nodens -path /nodens/node_modules -prune -o -name "*.ts" ! -name "*.d.ts" -print | head -3; '
-    + 'for t in ip iptables nft nodens; do command -v $t; done']);
+    + 'for t in ip iptables nft nodens; do command -v $t; done; ls /etc/ssl/certs/ca-certificates.crt']);
   assert.equal(listing.status, 0, listing.stderr);
   const out = listing.stdout;
   assert.doesNotMatch(out, /\/(npm|npx|yarn|corepack)\n/, 'a package manager is in the image');
@@ -217,6 +217,8 @@ test('the image runs as uid 65532 and holds no npm, devDependencies, sources or 
   }
   assert.ok(runtime >= 4, `only ${runtime} runtime packages in the lock file`);
   assert.doesNotMatch(out, /\.ts\n/, 'TypeScript sources are in the image');
+  // The system store the entrypoint's --use-openssl-ca reads (/etc/ssl/certs), as CoreDNS's image carries it.
+  assert.ok(lines.has('/etc/ssl/certs/ca-certificates.crt'), `no system certificate store in the image:\n${out}`);
   for (const tool of ['/usr/sbin/ip', '/usr/sbin/iptables', '/usr/sbin/nft', '/usr/local/bin/nodens']) {
     assert.ok(lines.has(tool), `${tool} missing (node-cache and init containers need it):\n${out}`);
   }
