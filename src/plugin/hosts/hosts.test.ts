@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, plugin, type HostsOptions } from './setup.ts';
+import { Hostsfile } from './hosts.ts';
 import { Fall } from '../pkg/fall.ts';
 import { parseHosts, parseHostIP } from './hostsfile.ts';
 import { hostsMetrics } from './metrics.ts';
@@ -247,3 +248,31 @@ test('hosts file, ttl, no_reverse, inline merged after the file, reload by mtime
 async function entriesOf(file: string): Promise<number | undefined> {
   return (await hostsMetrics().hostsEntries.get()).values.find((v) => v.labels.hostsfile === file)?.value;
 }
+
+test('blocks serving the same hosts file share one parsed map; a changed file, other options or dropped fields do not', () => {
+  const file = join(dir, 'shared');
+  writeFileSync(file, '10.0.0.1 a.example\n');
+  const read = (origins = ['.'], autoReverse = true, log?: Parameters<typeof parseHosts>[4]) => {
+    const f = new Hostsfile(file, origins, autoReverse, [], log);
+    f.readHosts();
+    return f.hmap;
+  };
+  const first = read();
+  assert.deepEqual(first.name4.get('a.example.'), ['10.0.0.1']);
+  assert.equal(read(), first, 'a second block reads the same file: the same map');
+  assert.notEqual(read(['example.']), first, 'other zones: parsed again');
+  assert.notEqual(read(['.'], false), first, 'no_reverse: parsed again');
+  writeFileSync(file, '10.0.0.2 a.example\n');
+  utimesSync(file, new Date(), new Date(Date.now() + 5000));
+  const changed = read();
+  assert.deepEqual(changed.name4.get('a.example.'), ['10.0.0.2'], 'a changed file is parsed again');
+  // Each instance logs the fields it drops, as each CoreDNS instance does: no sharing then.
+  writeFileSync(file, `10.0.0.3 ${'x'.repeat(1100)} b.example\n`);
+  utimesSync(file, new Date(), new Date(Date.now() + 10000));
+  const lines: string[] = [];
+  const log = { debug() {}, info() {}, warning() {}, fatal() {}, debugEnabled: false, error(m: string) { lines.push(m); } };
+  const a = read(['.'], true, log);
+  const b = read(['.'], true, log);
+  assert.notEqual(a, b);
+  assert.equal(lines.length, 2);
+});

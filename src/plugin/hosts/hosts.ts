@@ -27,6 +27,22 @@ export interface HostsOptions {
   inline: string[];
 }
 
+/**
+ * The last file parsed, by the same identity the reload check uses (path, mtime, size) and the options that shape
+ * the map: the blocks of a Corefile that serve one hosts file (plain DNS and DoT, say), and the instances a reload
+ * makes, share one map instead of parsing it again. Maps are never changed once built; held weakly. Not for a file
+ * whose parse logged dropped fields: each instance logs those itself, as CoreDNS's do.
+ */
+let lastParse: { path: string; mtimeNs: bigint; size: bigint; origins: string; autoReverse: boolean; map: WeakRef<HostsMap> } | undefined;
+
+function sharedParse(path: string, mtimeNs: bigint, size: bigint, origins: string[], autoReverse: boolean): HostsMap | undefined {
+  const p = lastParse;
+  if (p === undefined || p.path !== path || p.mtimeNs !== mtimeNs || p.size !== size || p.autoReverse !== autoReverse) return undefined;
+  if (p.origins !== origins.join(' ')) return undefined;
+  const m = p.map.deref();
+  return m !== undefined && m.dropped === 0 ? m : undefined;
+}
+
 /** The loaded data: swapped as a whole on reload, read without locking. */
 export class Hostsfile {
   readonly path: string;
@@ -59,13 +75,17 @@ export class Hostsfile {
     }
     if (st.isDirectory()) return;
     if (st.mtimeNs === this.mtimeNs && st.size === this.size) return;
-    let text: string;
-    try {
-      text = readFileSync(this.path, 'utf8');
-    } catch {
-      return;
+    let m = sharedParse(this.path, st.mtimeNs, st.size, this.origins, this.autoReverse);
+    if (m === undefined) {
+      let text: string;
+      try {
+        text = readFileSync(this.path, 'utf8');
+      } catch {
+        return;
+      }
+      m = parseHosts(text, this.origins, this.autoReverse, `Hosts file ${goQuote(this.path)}`, this.log);
+      lastParse = { path: this.path, mtimeNs: st.mtimeNs, size: st.size, origins: this.origins.join(' '), autoReverse: this.autoReverse, map: new WeakRef(m) };
     }
-    const m = parseHosts(text, this.origins, this.autoReverse, `Hosts file ${goQuote(this.path)}`, this.log);
     this.log?.debug(`Parsed hosts file into ${m.length} entries`);
     this.hmap = m;
     this.mtimeNs = st.mtimeNs;

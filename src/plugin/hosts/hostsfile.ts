@@ -16,6 +16,8 @@ export class HostsMap {
   readonly wild6 = new Map<string, string[]>();
   /** Canonical address → names (for PTR). */
   readonly addr = new Map<string, string[]>();
+  /** Addresses and names dropped as longer than MAX_FIELD_SIZE (each logged). */
+  dropped = 0;
 
   /** CoreDNS Map.Len(): all addresses of all names plus all reverse names. */
   get length(): number {
@@ -93,6 +95,7 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
     const f = fields(raw);
     if (f.length === 0) continue;
     if (oversized(f[0])) {
+      hmap.dropped++;
       log?.error(`${source}, line ${n + 1}: address longer than ${MAX_FIELD_SIZE} bytes, dropping the line`);
       continue;
     }
@@ -101,6 +104,7 @@ export function parseHosts(text: string, origins: readonly string[], autoReverse
     if (ip === undefined) continue;
     for (let i = 1; i < f.length; i++) {
       if (oversized(f[i])) {
+        hmap.dropped++;
         log?.error(`${source}, line ${n + 1}: name longer than ${MAX_FIELD_SIZE} bytes, dropping the name`);
         continue;
       }
