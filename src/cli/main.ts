@@ -10,7 +10,6 @@ import { parseFlags, usage, type FlagError, type FlagSpec } from './flags.ts';
 import { goPanicText, PANIC_EXIT_STATUS } from './panic.ts';
 import { COREDNS_FLAGS, fatalStartup, runProcessExitHooks, serve, setLogFormat } from './serve.ts';
 import { inWorkerThread } from '../plugin/pkg/workers.ts';
-import { availableParallelism } from 'node:os';
 
 const FLAGS: FlagSpec[] = [
   ...COREDNS_FLAGS,
@@ -85,7 +84,7 @@ export async function main(argv: string[]): Promise<void> {
 function parseWorkers(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0) fatalStartup(`invalid -workers value: ${goQuote(v)}`);
-  return n === 0 ? availableParallelism() : n;
+  return n === 0 ? process.getBuiltinModule('node:os').availableParallelism() : n;
 }
 
 void main(process.argv.slice(2));

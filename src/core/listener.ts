@@ -5,8 +5,8 @@
 // connections inside TLS when the blocks have a `tls` certificate (CoreDNS's
 // ServerTLS: without one it serves plain DNS over TCP).
 
-import dgram from 'node:dgram';
-import dns, { type LookupOneOptions } from 'node:dns';
+import type dgram from 'node:dgram';
+import type { LookupOneOptions } from 'node:dns';
 import net from 'node:net';
 import type tls from 'node:tls';
 import { serveMessage, type ReplySink, type ServeTable } from './serve.ts';
@@ -192,7 +192,8 @@ export class DnsListener implements ServerListener {
     // A receive buffer of up to UDP_RECV_BUFFER (the kernel caps it at net.core.rmem_max): one event
     // loop stalls for a GC pause or a busy CPU, and at thousands of queries a second the default
     // 208 KiB fills within that stall and the kernel drops queries (the soak drill measured it).
-    const sock = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true, lookup: literalLookup, recvBufferSize: UDP_RECV_BUFFER });
+    // node:dgram is loaded only where the native path is not taken (start-up cost otherwise).
+    const sock = process.getBuiltinModule('node:dgram').createSocket({ type: family === 6 ? 'udp6' : 'udp4', reuseAddr: true, reusePort: true, lookup: literalLookup, recvBufferSize: UDP_RECV_BUFFER });
     this.udp = sock;
     return new Promise((resolve, reject) => {
       const onError = (err: Error): void => { reject(listenError('ListenPacket', 'udp', this.host, this.port, err)); };
@@ -373,7 +374,7 @@ export class DnsListener implements ServerListener {
  */
 function exclusiveUdpPort(host: string, family: 4 | 6): Promise<number> {
   return new Promise((resolve, reject) => {
-    const probe = dgram.createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literalLookup });
+    const probe = process.getBuiltinModule('node:dgram').createSocket({ type: family === 6 ? 'udp6' : 'udp4', lookup: literalLookup });
     probe.once('error', reject);
     probe.bind(0, host, () => {
       const port = probe.address().port;
@@ -392,7 +393,7 @@ function literalLookup(address: string, options: LookupOneOptions | number, cb: 
   // Host names never contain ':'.
   if (address.includes(':')) { cb(null, address, 6); return; }
   if (net.isIPv4(address)) { cb(null, address, 4); return; }
-  dns.lookup(address, typeof options === 'number' ? { family: options } : options, cb);
+  process.getBuiltinModule('node:dns').lookup(address, typeof options === 'number' ? { family: options } : options, cb);
 }
 
 /**
