@@ -465,6 +465,64 @@ function notImplemented(output: string): boolean {
   return /unknown directive|not implemented|no such plugin|unknown plugin|not (a )?known|unsupported/i.test(output);
 }
 
+/** A scenario's Corefile for `server`, and its environment: for DoT and DoH, a free secure port and the test certificate. */
+async function serverInputs(s: Scenario, server: ServerName, ctx: Ctx, env?: Record<string, string>): Promise<{ corefile: string; env?: Record<string, string>; securePort?: number }> {
+  let securePort: number | undefined;
+  if (s.mode !== undefined) {
+    const { testCerts } = await import('../test/helpers/certs.ts');
+    const c = testCerts();
+    securePort = await freePort();
+    env = { ...env, NODENS_BENCH_SECURE_PORT: String(securePort), NODENS_BENCH_CERT: c.cert, NODENS_BENCH_KEY: c.key };
+  }
+  const corefile = server === 'nodens' && s.nodensCorefile !== undefined ? s.nodensCorefile(ctx) : s.corefile(ctx);
+  return { corefile, env, securePort };
+}
+
+/** Rounds of starts before any load: each round starts every server once per scenario, alternated. */
+const ROUNDS_BEFORE_LOAD = 5;
+
+interface StartsBeforeLoad { scenario: string; server: ServerName; ms: number[]; cpuMs: number[] }
+
+/**
+ * Start-up measured before the load scenarios, on the machine as it is before any sustained load: this virtual
+ * machine's cores slow under load for minutes (the same start costs every server 1.3-1.8x the CPU late in a run),
+ * which the start-up column of the results, measured with each scenario, carries. One-core scenarios without a
+ * fixture; nodens and CoreDNS only.
+ */
+async function startsBeforeLoad(o: Opts, ctx: Ctx, tmp: string, bins: Bins): Promise<StartsBeforeLoad[]> {
+  const servers = o.servers.filter((v) => v === 'nodens' || v === 'coredns');
+  const scen = scenarios.filter((s) => !s.unavailable && s.fixture === undefined && (s.cores ?? 1) === 1 && (!o.scenarios || o.scenarios.includes(s.name)));
+  const out = scen.flatMap((s) => servers.map((server) => ({ scenario: s.name, server, ms: [] as number[], cpuMs: [] as number[] })));
+  for (let round = 0; round < ROUNDS_BEFORE_LOAD; round++) {
+    for (const r of out) {
+      const s = scen.find((x) => x.name === r.scenario)!;
+      const dir = path.join(tmp, `${s.name}-${r.server}`);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(path.join(dir, 'hosts.txt'), hostsFile());
+      const inputs = await serverInputs(s, r.server, ctx);
+      await settle();
+      const st = await startOnce(r.server, dir, inputs.corefile, s.unboundServer(ctx), s.probe, bins, inputs.env);
+      r.ms.push(st.startupMs);
+      r.cpuMs.push(st.cpuMs);
+      await st.proc.stop();
+    }
+  }
+  return out;
+}
+
+const median = (v: number[]) => [...v].sort((a, b) => a - b)[(v.length - 1) >> 1]!;
+
+function startsTable(starts: StartsBeforeLoad[]): string[] {
+  const out = [
+    '| scenario | server | start ms, median (all) | CPU ms by the first answer, median |',
+    '| --- | --- | --- | ---: |',
+  ];
+  for (const r of starts) {
+    out.push(`| ${r.scenario} | ${r.server} | ${median(r.ms).toFixed(0)} (${r.ms.map((v) => v.toFixed(0)).join(' ')}) | ${median(r.cpuMs).toFixed(0)} |`);
+  }
+  return out;
+}
+
 async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: string, bins: Bins): Promise<Row> {
   const row: Row = { scenario: s.name, server, status: 'ok' };
   if (s.unavailable) return { ...row, status: `n/a (${s.unavailable})` };
@@ -482,15 +540,9 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   let securePort: number | undefined;
   try {
     if (s.fixture === 'k8s') fixture = await startK8sFixture(dir);
-    let env = fixture?.env;
-    if (s.mode !== undefined) {
-      const { testCerts } = await import('../test/helpers/certs.ts');
-      const c = testCerts();
-      securePort = await freePort();
-      env = { ...env, NODENS_BENCH_SECURE_PORT: String(securePort), NODENS_BENCH_CERT: c.cert, NODENS_BENCH_KEY: c.key };
-    }
-    const corefile = server === 'nodens' && s.nodensCorefile !== undefined ? s.nodensCorefile(ctx) : s.corefile(ctx);
-    st = await startFor(server, dir, corefile, s.unboundServer(ctx), s.probe, bins, env, s.cores);
+    const inputs = await serverInputs(s, server, ctx, fixture?.env);
+    securePort = inputs.securePort;
+    st = await startFor(server, dir, inputs.corefile, s.unboundServer(ctx), s.probe, bins, inputs.env, s.cores);
   } catch (e) {
     await fixture?.stop();
     const msg = (e as Error).message;
@@ -650,11 +702,15 @@ async function main(): Promise<number> {
   const upstream = spawnArgv('upstream', upArgv, tmp, upstreamPort);
   const rows: Row[] = [];
   let fill: Partial<Record<ServerName, string>> = {};
+  let starts: StartsBeforeLoad[] = [];
   const ctx: Ctx = { upstreamPort, smoke: o.smoke };
   let bad = false;
   try {
     await waitReady(upstream, 'x.hit.test. A', 15000);
     console.log(`bench: ${o.smoke ? 'smoke' : 'full'} run, ${o.duration} s per server and scenario; tmp ${tmp}`);
+    console.log(`  start-up before load (${ROUNDS_BEFORE_LOAD} rounds) ...`);
+    starts = await startsBeforeLoad(o, ctx, tmp, bins);
+    for (const line of startsTable(starts).slice(2)) console.log(`  ${line}`);
     for (const s of scenarios) {
       if (o.scenarios && !o.scenarios.includes(s.name)) continue;
       for (const server of o.servers) {
@@ -703,6 +759,10 @@ async function main(): Promise<number> {
     '  /proc/<pid>/stat over the measured run (warm-up excluded), per 100k completed queries. Both include child processes.',
     '- Single runs, not medians: on a shared 2-core machine other work shows up as noise (see the load average above).',
     '- startup is the time from spawning the process to its first answer (UDP probe every 2 ms), the median of three starts; idle RSS is `VmRSS` 1 s after the last.',
+    `- **start-up before load**: before the first scenario, ${ROUNDS_BEFORE_LOAD} rounds in which nodens and CoreDNS are started, alternated, with`,
+    '  each one-core scenario\'s Corefile (pinned and probed as above); the median, and the CPU time of all the server\'s threads by',
+    '  its first answer (`/proc/<pid>/task/*/schedstat`). This virtual machine\'s cores slow under sustained load, for minutes:',
+    '  late in a run the same start costs every server 1.3-1.8× the CPU, which the startup column of the results carries.',
     '- **ceiling** (hosts and cache-hit only) is bench/ceiling.ts on the same Node 24, pinned like the servers: a UDP server that',
     '  parses nothing and returns each datagram with QR set and one fixed A record appended. It is how fast a Node server',
     '  can answer on this machine at all; "nodens / ceiling" is the share of that nodens reaches.',
@@ -733,6 +793,7 @@ async function main(): Promise<number> {
     '',
     ...ratios(rows),
     '',
+    ...(starts.length > 0 ? ['### Start-up before load', '', ...startsTable(starts), ''] : []),
     `### RSS with ${fillN} cached entries`,
     '',
     `cache (capacity 2×${fillN}) + forward, after one pass of ${fillN} distinct names:`,
