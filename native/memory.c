@@ -9,8 +9,9 @@
 // cache keeps them, and the ones still in use come back on their next access through a minor fault.
 //
 // Exports:
-//   release() -> number   kB of such mappings that were resident and are now released (0 when none, or when
-//                         /proc/self/smaps cannot be read)
+//   release(dataOnly?) -> number   kB of such mappings that were resident and are now released (0 when none, or
+//                         when /proc/self/smaps cannot be read). dataOnly: leave executable mappings alone (their
+//                         pages are mostly the code the rest of a start runs next, faulted straight back in).
 #define _GNU_SOURCE
 #include <node_api.h>
 #include <stdio.h>
@@ -37,7 +38,10 @@ static long field(const char *line, const char *name) {
 }
 
 static napi_value js_release(napi_env env, napi_callback_info info) {
-  (void)info;
+  size_t argc = 1;
+  napi_value argv[1];
+  bool data_only = false;
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) napi_get_value_bool(env, argv[0], &data_only);
   long released = 0;
   FILE *f = fopen("/proc/self/smaps", "re");
   if (f != NULL) {
@@ -53,7 +57,7 @@ static napi_value js_release(napi_env env, napi_callback_info info) {
       if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &path_at) == 3 && path_at > 0) {
         released += flush(&m);
         m = (mapping_t){.lo = lo, .hi = hi, .rss = -1, .dirty = -1, .anon = -1, .swap = -1};
-        m.candidate = line[path_at] == '/' && strchr(perms, 'w') == NULL && perms[3] == 'p';
+        m.candidate = line[path_at] == '/' && strchr(perms, 'w') == NULL && perms[3] == 'p' && !(data_only && perms[2] == 'x');
         continue;
       }
       long v;

@@ -116,7 +116,9 @@ export async function serve(o: ServeOptions): Promise<void> {
   // Node's bootstrap and loading the bundle touched ~36 MiB of the binary that the rest of the start does not
   // need: released now, they are not resident together with what setting up the servers touches next (TLS
   // above all). Measured peak RSS at start: DoH Corefile 65.1-65.7 -> 58.8-59.5 MiB, hosts 56.9 -> 55.0.
-  if (!inWorkerThread()) releaseCleanPages();
+  // Its data only (the V8 snapshot, the builtins' sources and code caches): most of the code pages would be
+  // faulted straight back in by the rest of the start; the release after start-up takes those.
+  if (!inWorkerThread()) releaseCleanPages(true);
   setLogSink(writeLineBlocking);
   let input;
   try {

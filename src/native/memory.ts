@@ -3,13 +3,16 @@
 import { loadNative } from './index.ts';
 
 interface MemoryAddon {
-  release(): number;
+  release(dataOnly?: boolean): number;
 }
 
 let addon: MemoryAddon | undefined | null = null;
 
-/** kB released; 0 when nothing was, or the addon is absent (another OS, no C compiler, NODENS_NATIVE=0). */
-export function releaseCleanPages(): number {
+/**
+ * kB released; 0 when nothing was, or the addon is absent (another OS, no C compiler, NODENS_NATIVE=0). `dataOnly`
+ * leaves the binary's code alone: the pages a start is about to run again.
+ */
+export function releaseCleanPages(dataOnly = false): number {
   if (addon === null) addon = loadNative<MemoryAddon>('memory');
-  return addon?.release() ?? 0;
+  return addon?.release(dataOnly) ?? 0;
 }
