@@ -41,7 +41,8 @@ static napi_value js_release(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
   bool data_only = false;
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1) napi_get_value_bool(env, argv[0], &data_only);
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) == napi_ok && argc >= 1)
+    napi_get_value_bool(env, argv[0], &data_only); // not a boolean: false, everything
   long released = 0;
   FILE *f = fopen("/proc/self/smaps", "re");
   if (f != NULL) {

@@ -62,11 +62,11 @@ const ASCII_ONLY = /^[\x00-\x7f]*$/;
  * (wire/name.ts asciiLower), on purpose: CoreDNS normalises Corefile zones and keys with
  * plugin.Name.Normalize / plugin.Host.NormalizeExact, which call strings.ToLower, so a zone
  * written with non-ASCII capitals (`ÄX.org`) is lower-cased there too. On ASCII text the two
- * agree, and the ASCII fold is what runs.
+ * agree, and the engine's own toLowerCase (the ASCII fold there) is what runs.
  */
 export function goLower(s: string): string {
-  // ASCII text: the engine's own lower-casing, which on ASCII is the ASCII fold. This runs at start-up for every
-  // zone and hosts name, before any of it is compiled: a built-in there, not two interpreted loops per name.
+  // This runs at start-up for every zone and hosts name, before any of it is compiled: a built-in, not two
+  // interpreted loops per name.
   if (ASCII_ONLY.test(s)) return s.toLowerCase();
   let out = '';
   for (const ch of s) {
