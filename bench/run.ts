@@ -319,9 +319,13 @@ function dnsperf(port: number, file: string, seconds: number, passes: number, ou
   }
   const command = `taskset ${args.join(' ')}`;
   const r = spawnSync('taskset', args, { encoding: 'utf8', maxBuffer: 1024 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
-  writeFileSync(outFile, r.stdout ?? '');
-  if (r.status !== 0) throw new Error(`dnsperf failed (${r.status}): ${r.stderr}\n${(r.stdout ?? '').slice(-2000)}`);
-  const out = r.stdout;
+  const out = r.stdout ?? '';
+  // What dnsperf says besides its per-response lines (-v): those are most of the output, up to a few hundred MB a
+  // run, and written to disk they were flushed ~30 s later (the kernel's dirty expiry), under the next starts.
+  const firstReply = out.indexOf('\n> ');
+  const lastReply = out.lastIndexOf('\n> ');
+  writeFileSync(outFile, firstReply < 0 ? out : out.slice(0, firstReply + 1) + out.slice(out.indexOf('\n', lastReply + 1) + 1));
+  if (r.status !== 0) throw new Error(`dnsperf failed (${r.status}): ${r.stderr}\n${out.slice(-2000)}`);
   const num = (re: RegExp) => {
     const m = re.exec(out);
     return m ? Number(m[1]) : NaN;
@@ -383,6 +387,8 @@ interface Started {
   majorFaults: number;
   /** CPU time of all its threads at its first answer */
   cpuMs: number;
+  /** time its threads were runnable but waiting for a CPU, by its first answer */
+  waitMs: number;
   starts?: string;
 }
 
@@ -400,7 +406,7 @@ async function startFor(server: ServerName, dir: string, corefile: string, unbou
     await settle();
     st = await startOnce(server, dir, corefile, unboundBody, probe, bins, env, cores);
     times.push(st.startupMs);
-    each.push(`${st.startupMs.toFixed(0)} ms (CPU ${st.cpuMs.toFixed(0)}, ${st.majorFaults} mf)`);
+    each.push(`${st.startupMs.toFixed(0)} ms (CPU ${st.cpuMs.toFixed(0)}, run queue ${st.waitMs.toFixed(0)}, ${st.majorFaults} mf)`);
   }
   times.sort((a, b) => a - b);
   return { ...st!, startupMs: times[(times.length - 1) >> 1]!, starts: each.join(', ') };
@@ -416,20 +422,28 @@ function majorFaults(pid: number): number {
   }
 }
 
-/** CPU time of all the process's threads so far, ms (the first field of each thread's schedstat, in ns). */
-function onCpuMs(pid: number): number {
+/**
+ * Of all the process's threads so far, ms: the time on a CPU (`field` 0 of each thread's schedstat, in ns), or the
+ * time runnable but waiting for one (field 1).
+ */
+function schedMs(pid: number, field: 0 | 1): number {
   try {
     let ns = 0;
-    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    for (const t of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[field]);
     return ns / 1e6;
   } catch {
     return NaN;
   }
 }
 
-/** A full collection now (`npm run bench` runs node with --expose-gc), then a moment for the machine to be idle. */
+/**
+ * A full collection now (`npm run bench` runs node with --expose-gc), the files written so far flushed to disk
+ * (query files of millions of names: their writeback would otherwise come due during a later start), then a
+ * moment for the machine to be idle.
+ */
 async function settle(): Promise<void> {
   (globalThis as { gc?: () => void }).gc?.();
+  spawnSync('sync');
   await sleep(200);
 }
 
@@ -454,7 +468,8 @@ async function startOnce(server: ServerName, dir: string, corefile: string, unbo
   const proc = spawnArgv(server, argv, dir, port, env);
   try {
     const startupMs = await waitReady(proc, probe, 30000, 2, t0);
-    return { proc, command: argv.join(' '), startupMs, majorFaults: majorFaults(proc.proc.pid!), cpuMs: onCpuMs(proc.proc.pid!) };
+    const pid = proc.proc.pid!;
+    return { proc, command: argv.join(' '), startupMs, majorFaults: majorFaults(pid), cpuMs: schedMs(pid, 0), waitMs: schedMs(pid, 1) };
   } catch (e) {
     await proc.stop();
     throw e;
