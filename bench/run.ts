@@ -9,7 +9,7 @@
 // The server under test runs on core 0 (`taskset -c 0`), dnsperf and the shared upstream (an unbound answering
 // every name of a few redirect zones) on core 1. p99 comes from dnsperf -v, which prints each query's latency.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, readdirSync, rmSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { REPO, freePort, nodensBinary, referenceBinary, spawnArgv, waitReady, type Running } from '../test/conformance/lib/servers.ts';
@@ -304,6 +304,45 @@ interface PerfResult {
   command: string;
 }
 
+/** dnsperf's -v output read in 1 MiB pieces: the latency of each response (`> ...` lines, seconds), and the other lines. */
+function readDnsperf(file: string): { summary: string; latencies: Float64Array } {
+  const fd = openSync(file, 'r');
+  const buf = Buffer.allocUnsafe(1 << 20);
+  let lat = new Float64Array(1 << 16);
+  let n = 0;
+  const other: string[] = [];
+  const line = (text: string, from: number, to: number): void => {
+    if (text.charCodeAt(from) !== 62 /* > */) {
+      other.push(text.slice(from, to));
+      return;
+    }
+    const v = Number(text.slice(text.lastIndexOf(' ', to) + 1, to));
+    if (Number.isNaN(v)) return;
+    if (n === lat.length) {
+      const grown = new Float64Array(n * 2);
+      grown.set(lat);
+      lat = grown;
+    }
+    lat[n++] = v;
+  };
+  let carry = '';
+  try {
+    for (let got = readSync(fd, buf, 0, buf.length, null); got > 0; got = readSync(fd, buf, 0, buf.length, null)) {
+      const text = carry + buf.toString('latin1', 0, got);
+      let from = 0;
+      for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', from)) {
+        line(text, from, end);
+        from = end + 1;
+      }
+      carry = text.slice(from);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  if (carry !== '') line(carry, 0, carry.length);
+  return { summary: other.join('\n') + '\n', latencies: lat.subarray(0, n) };
+}
+
 function dnsperf(port: number, file: string, seconds: number, passes: number, outFile: string, mode?: 'dot' | 'doh', cpus = '1'): PerfResult {
   const args = ['-c', cpus, 'dnsperf', '-s', '127.0.0.1', '-p', String(port), '-d', file, '-l', String(seconds),
     '-n', String(passes), '-c', '4', '-q', '100', '-t', '2', '-v'];
@@ -318,32 +357,28 @@ function dnsperf(port: number, file: string, seconds: number, passes: number, ou
     args.push('-O', `doh-uri=https://127.0.0.1:${port}/dns-query`);
   }
   const command = `taskset ${args.join(' ')}`;
-  const r = spawnSync('taskset', args, { encoding: 'utf8', maxBuffer: 1024 * 1024 * 1024, stdio: ['ignore', 'pipe', 'pipe'] });
-  const out = r.stdout ?? '';
-  // What dnsperf says besides its per-response lines (-v): those are most of the output, up to a few hundred MB a
-  // run, and written to disk they were flushed ~30 s later (the kernel's dirty expiry), under the next starts.
-  const firstReply = out.indexOf('\n> ');
-  const lastReply = out.lastIndexOf('\n> ');
-  writeFileSync(outFile, firstReply < 0 ? out : out.slice(0, firstReply + 1) + out.slice(out.indexOf('\n', lastReply + 1) + 1));
+  // dnsperf's -v output (a line per response: up to a few hundred MB a run) goes to a file that is read back in
+  // pieces and deleted at once. Held in this process, it grew the bench to over a GB of RSS, and every later fork
+  // (each server's start, each dnsperf) copied that many page tables: starts late in a run took 20-40 ms longer,
+  // for every server. Deleted before the kernel's dirty expiry (30 s), it is never written to disk either.
+  const raw = `${outFile}.raw`;
+  const fd = openSync(raw, 'w');
+  let r;
+  try {
+    r = spawnSync('taskset', args, { encoding: 'utf8', stdio: ['ignore', fd, 'pipe'] });
+  } finally {
+    closeSync(fd);
+  }
+  const { summary: out, latencies } = readDnsperf(raw);
+  rmSync(raw);
+  writeFileSync(outFile, out);
   if (r.status !== 0) throw new Error(`dnsperf failed (${r.status}): ${r.stderr}\n${out.slice(-2000)}`);
   const num = (re: RegExp) => {
     const m = re.exec(out);
     return m ? Number(m[1]) : NaN;
   };
-  const lat: number[] = [];
-  let start = 0;
-  while (start < out.length) {
-    let end = out.indexOf('\n', start);
-    if (end < 0) end = out.length;
-    if (out.charCodeAt(start) === 62 /* > */) {
-      const sp = out.lastIndexOf(' ', end);
-      const v = Number(out.slice(sp + 1, end));
-      if (!Number.isNaN(v)) lat.push(v);
-    }
-    start = end + 1;
-  }
-  const f64 = Float64Array.from(lat).sort();
-  const p99 = f64.length ? f64[Math.min(f64.length - 1, Math.ceil(f64.length * 0.99) - 1)] * 1000 : NaN;
+  const f64 = latencies.sort();
+  const p99 = f64.length ? f64[Math.min(f64.length - 1, Math.ceil(f64.length * 0.99) - 1)]! * 1000 : NaN;
   const completed = num(/Queries completed:\s+(\d+)/);
   const rcodes = (/Response codes:\s+(.*)/.exec(out)?.[1] ?? '').trim();
   const noerr = /NOERROR (\d+)/.exec(rcodes);
@@ -499,10 +534,9 @@ const ROUNDS_BEFORE_LOAD = 5;
 interface StartsBeforeLoad { scenario: string; server: ServerName; ms: number[]; cpuMs: number[] }
 
 /**
- * Start-up measured before the load scenarios, on the machine as it is before any sustained load: this virtual
- * machine's cores slow under load for minutes (the same start costs every server 1.3-1.8x the CPU late in a run),
- * which the start-up column of the results, measured with each scenario, carries. One-core scenarios without a
- * fixture; nodens and CoreDNS only.
+ * Start-up measured before the load scenarios, nodens and CoreDNS alternated, five times each: a steadier figure than
+ * the start-up column of the results (three starts, one server after the other, after its scenario's files and
+ * warm-up). One-core scenarios without a fixture.
  */
 async function startsBeforeLoad(o: Opts, ctx: Ctx, tmp: string, bins: Bins): Promise<StartsBeforeLoad[]> {
   const servers = o.servers.filter((v) => v === 'nodens' || v === 'coredns');
@@ -776,8 +810,8 @@ async function main(): Promise<number> {
     '- startup is the time from spawning the process to its first answer (UDP probe every 2 ms), the median of three starts; idle RSS is `VmRSS` 1 s after the last.',
     `- **start-up before load**: before the first scenario, ${ROUNDS_BEFORE_LOAD} rounds in which nodens and CoreDNS are started, alternated, with`,
     '  each one-core scenario\'s Corefile (pinned and probed as above); the median, and the CPU time of all the server\'s threads by',
-    '  its first answer (`/proc/<pid>/task/*/schedstat`). This virtual machine\'s cores slow under sustained load, for minutes:',
-    '  late in a run the same start costs every server 1.3-1.8× the CPU, which the startup column of the results carries.',
+    '  its first answer (`/proc/<pid>/task/*/schedstat`). dnsperf\'s per-response output goes to a file read back in pieces: held',
+    '  in the bench process it grew it past 1 GB, and each later fork (a server\'s start) copied those page tables.',
     '- **ceiling** (hosts and cache-hit only) is bench/ceiling.ts on the same Node 24, pinned like the servers: a UDP server that',
     '  parses nothing and returns each datagram with QR set and one fixed A record appended. It is how fast a Node server',
     '  can answer on this machine at all; "nodens / ceiling" is the share of that nodens reaches.',
