@@ -519,6 +519,14 @@ function notImplemented(output: string): boolean {
   return /unknown directive|not implemented|no such plugin|unknown plugin|not (a )?known|unsupported/i.test(output);
 }
 
+/** The working directory of `server` in scenario `s`, with the hosts file its Corefile may name. */
+function serverDir(tmp: string, s: Scenario, server: ServerName): string {
+  const dir = path.join(tmp, `${s.name}-${server}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'hosts.txt'), hostsFile());
+  return dir;
+}
+
 /** A scenario's Corefile for `server`, and its environment: for DoT and DoH, a free secure port and the test certificate. */
 async function serverInputs(s: Scenario, server: ServerName, ctx: Ctx, env?: Record<string, string>): Promise<{ corefile: string; env?: Record<string, string>; securePort?: number }> {
   let securePort: number | undefined;
@@ -549,9 +557,7 @@ async function startsBeforeLoad(o: Opts, ctx: Ctx, tmp: string, bins: Bins): Pro
   for (let round = 0; round < ROUNDS_BEFORE_LOAD; round++) {
     for (const r of out) {
       const s = scen.find((x) => x.name === r.scenario)!;
-      const dir = path.join(tmp, `${s.name}-${r.server}`);
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(path.join(dir, 'hosts.txt'), hostsFile());
+      const dir = serverDir(tmp, s, r.server);
       const inputs = await serverInputs(s, r.server, ctx);
       await settle();
       const st = await startOnce(r.server, dir, inputs.corefile, s.unboundServer(ctx), s.probe, bins, inputs.env);
@@ -580,9 +586,7 @@ async function runOne(s: Scenario, server: ServerName, ctx: Ctx, o: Opts, tmp: s
   const row: Row = { scenario: s.name, server, status: 'ok' };
   if (s.unavailable) return { ...row, status: `n/a (${s.unavailable})` };
   if (server === 'nodens' && !bins.nodens) return { ...row, status: 'n/a (bin/nodens missing)' };
-  const dir = path.join(tmp, `${s.name}-${server}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'hosts.txt'), hostsFile());
+  const dir = serverDir(tmp, s, server);
   const qfile = path.join(tmp, `${s.name}.queries`);
   if (!existsSync(qfile)) writeFileSync(qfile, s.queries(ctx).join('\n') + '\n');
   if (s.fixture === 'k8s' && server === 'unbound') return { ...row, status: 'n/a (not applicable)' };

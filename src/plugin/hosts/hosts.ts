@@ -35,10 +35,9 @@ export interface HostsOptions {
  */
 let lastParse: { path: string; mtimeNs: bigint; size: bigint; origins: string; autoReverse: boolean; map: WeakRef<HostsMap> } | undefined;
 
-function sharedParse(path: string, mtimeNs: bigint, size: bigint, origins: string[], autoReverse: boolean): HostsMap | undefined {
+function sharedParse(path: string, mtimeNs: bigint, size: bigint, origins: string, autoReverse: boolean): HostsMap | undefined {
   const p = lastParse;
-  if (p === undefined || p.path !== path || p.mtimeNs !== mtimeNs || p.size !== size || p.autoReverse !== autoReverse) return undefined;
-  if (p.origins !== origins.join(' ')) return undefined;
+  if (p === undefined || p.path !== path || p.mtimeNs !== mtimeNs || p.size !== size || p.autoReverse !== autoReverse || p.origins !== origins) return undefined;
   const m = p.map.deref();
   return m !== undefined && m.dropped === 0 ? m : undefined;
 }
@@ -75,7 +74,8 @@ export class Hostsfile {
     }
     if (st.isDirectory()) return;
     if (st.mtimeNs === this.mtimeNs && st.size === this.size) return;
-    let m = sharedParse(this.path, st.mtimeNs, st.size, this.origins, this.autoReverse);
+    const origins = this.origins.join(' ');
+    let m = sharedParse(this.path, st.mtimeNs, st.size, origins, this.autoReverse);
     if (m === undefined) {
       let text: string;
       try {
@@ -84,7 +84,7 @@ export class Hostsfile {
         return;
       }
       m = parseHosts(text, this.origins, this.autoReverse, `Hosts file ${goQuote(this.path)}`, this.log);
-      lastParse = { path: this.path, mtimeNs: st.mtimeNs, size: st.size, origins: this.origins.join(' '), autoReverse: this.autoReverse, map: new WeakRef(m) };
+      lastParse = { path: this.path, mtimeNs: st.mtimeNs, size: st.size, origins, autoReverse: this.autoReverse, map: new WeakRef(m) };
     }
     this.log?.debug(`Parsed hosts file into ${m.length} entries`);
     this.hmap = m;

@@ -17,6 +17,9 @@ export function setWorkerCount(n: number): void {
   workerCount = n;
 }
 
+/** This thread's number when it is a -workers thread (2..N), else 0; its environment does not change. */
+let threadNumber: number | undefined;
+
 /**
  * This thread's number under -workers: 1 for the main thread (which serves too), 2..N for the worker threads;
  * 0 when the process serves alone.
@@ -25,9 +28,6 @@ export function workerId(): number {
   threadNumber ??= workerThreadNumber();
   return threadNumber > 1 ? threadNumber : workerCount > 1 ? 1 : 0;
 }
-
-/** This thread's number when it is a -workers thread (2..N), else 0; its environment does not change. */
-let threadNumber: number | undefined;
 
 function workerThreadNumber(): number {
   const v = process.env[WORKER_ID_ENV];
